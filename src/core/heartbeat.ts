@@ -1,0 +1,96 @@
+import { DEFAULT_MAX_HOLD_MS } from "./constants.js";
+import { InvalidConfiguration } from "./errors.js";
+import { errorText } from "./logger.js";
+import type { Claim, HeartbeatOptions, LockBackend, Logger } from "./types.js";
+import { assertPositiveMs } from "./validate.js";
+
+export interface HeartbeatPlan {
+  everyMs: number;
+  maxHoldMs: number;
+}
+
+/** Resolve the heartbeat option into a plan, or report a configuration error at once. */
+export function planHeartbeat(
+  heartbeat: boolean | HeartbeatOptions | undefined,
+  backend: LockBackend,
+  leaseMs: number,
+): HeartbeatPlan | undefined {
+  if (heartbeat === undefined || heartbeat === false) return undefined;
+  if (typeof backend.renew !== "function") {
+    throw new InvalidConfiguration("heartbeat needs a backend with renew(); this backend has none");
+  }
+  const options = heartbeat === true ? {} : heartbeat;
+  const everyMs = options.everyMs ?? Math.max(1, Math.floor(leaseMs / 3));
+  const maxHoldMs = options.maxHoldMs ?? DEFAULT_MAX_HOLD_MS;
+  assertPositiveMs("heartbeat.everyMs", everyMs);
+  assertPositiveMs("heartbeat.maxHoldMs", maxHoldMs);
+  if (everyMs >= leaseMs) {
+    throw new InvalidConfiguration(
+      `heartbeat.everyMs (${everyMs}) must be shorter than the lease (${leaseMs} ms), or the lease lapses between renewals`,
+    );
+  }
+  return { everyMs, maxHoldMs };
+}
+
+/**
+ * Renew `claim` every `everyMs` until stopped or `maxHoldMs` has passed. A renewal that
+ * answers false means another holder reclaimed the key: the body's signal is aborted.
+ * Returns the function that stops it.
+ */
+export function startHeartbeat(
+  plan: HeartbeatPlan,
+  backend: LockBackend,
+  claim: Claim,
+  leaseMs: number,
+  controller: AbortController,
+  logger: Logger,
+): () => void {
+  const renew = backend.renew?.bind(backend);
+  if (!renew) return () => {};
+  const startedAt = Date.now();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const tick = async (): Promise<void> => {
+    if (stopped) return;
+    if (Date.now() - startedAt >= plan.maxHoldMs) {
+      logger.warn("heartbeat stopped: the claim reached heartbeat.maxHoldMs", {
+        key: claim.key,
+        fencingId: claim.fencingId,
+        maxHoldMs: plan.maxHoldMs,
+      });
+      return;
+    }
+    try {
+      const alive = await renew(claim, leaseMs);
+      if (stopped) return;
+      if (!alive) {
+        logger.error("lease lost: another holder reclaimed the key while the body ran", {
+          key: claim.key,
+          fencingId: claim.fencingId,
+          outcome: "fenced_out",
+        });
+        controller.abort(new Error(`lease on ${claim.key} was taken over`));
+        return;
+      }
+    } catch (error) {
+      // A failed renewal is not a lost lease: the next tick may still succeed in time.
+      logger.warn("heartbeat renewal failed; will retry", {
+        key: claim.key,
+        fencingId: claim.fencingId,
+        error: errorText(error),
+      });
+    }
+    schedule();
+  };
+  const schedule = (): void => {
+    if (stopped) return;
+    timer = setTimeout(() => void tick(), plan.everyMs);
+    timer.unref?.();
+  };
+  schedule();
+  return () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+  };
+}

@@ -1,0 +1,200 @@
+import { DEFAULT_LEASE_MS } from "./constants.js";
+import { Duplicate, InProgress, InvalidConfiguration } from "./errors.js";
+import { planHeartbeat, startHeartbeat } from "./heartbeat.js";
+import { errorText, jsonLogger } from "./logger.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  GuardedBody,
+  LockBackend,
+  LockOptions,
+  Logger,
+} from "./types.js";
+import { assertNonNegativeMs, assertPositiveMs, assertValidKey } from "./validate.js";
+
+type Verb = "lock" | "mutex";
+
+interface Resolved {
+  backend: LockBackend;
+  leaseMs: number;
+  waitMs: number;
+  logger: Logger;
+  heartbeat: ReturnType<typeof planHeartbeat>;
+}
+
+function resolve(verb: Verb, key: unknown, options: LockOptions): Resolved {
+  assertValidKey(key);
+  if (options === null || typeof options !== "object") {
+    throw new InvalidConfiguration(`${verb}() needs an options object with a backend`);
+  }
+  const { backend } = options;
+  if (
+    backend === null ||
+    typeof backend !== "object" ||
+    typeof backend.claim !== "function" ||
+    typeof backend.complete !== "function" ||
+    typeof backend.release !== "function"
+  ) {
+    throw new InvalidConfiguration(
+      `${verb}() options.backend must implement claim, complete and release`,
+    );
+  }
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  assertPositiveMs("leaseMs", leaseMs);
+  const waitMs = options.waitMs ?? 0;
+  assertNonNegativeMs("waitMs", waitMs);
+  return {
+    backend,
+    leaseMs,
+    waitMs,
+    logger: options.logger ?? jsonLogger,
+    heartbeat: planHeartbeat(options.heartbeat, backend, leaseMs),
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+/** Claim, and while `waitMs` allows, retry a held key with a short jittered backoff. */
+async function claimWithin(r: Resolved, key: string): Promise<ClaimOutcome> {
+  let outcome = await r.backend.claim(key, r.leaseMs);
+  if (outcome.status !== "held" || r.waitMs === 0) return outcome;
+  const deadline = Date.now() + r.waitMs;
+  let backoff = 10;
+  while (outcome.status === "held") {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    await sleep(Math.min(left, backoff / 2 + Math.random() * backoff));
+    backoff = Math.min(backoff * 2, 500);
+    outcome = await r.backend.claim(key, r.leaseMs);
+  }
+  return outcome;
+}
+
+async function runGuarded<T>(
+  verb: Verb,
+  key: string,
+  options: LockOptions,
+  body: GuardedBody<T>,
+): Promise<T> {
+  const r = resolve(verb, key, options);
+  if (typeof body !== "function") {
+    throw new InvalidConfiguration(`${verb}() needs a body function`);
+  }
+  const outcome = await claimWithin(r, key);
+  if (outcome.status === "done") {
+    // A mutex never completes, so a DONE record belongs to a lock() on the same key.
+    if (verb === "mutex")
+      throw new InProgress(key, undefined, " (the key was completed by lock())");
+    throw new Duplicate(key);
+  }
+  if (outcome.status === "held") throw new InProgress(key, outcome.leaseExpiresAt);
+
+  const { claim } = outcome;
+  const controller = new AbortController();
+  const stopHeartbeat = r.heartbeat
+    ? startHeartbeat(r.heartbeat, r.backend, claim, r.leaseMs, controller, r.logger)
+    : () => {};
+
+  let result: T;
+  try {
+    result = await body(claim, controller.signal);
+  } catch (error) {
+    stopHeartbeat();
+    await releaseAfterFailure(r, claim, error);
+    throw error;
+  }
+  stopHeartbeat();
+  if (verb === "lock") await completeAfterSuccess(r, claim);
+  else await releaseAfterMutex(r, claim);
+  return result;
+}
+
+/** The body threw: give the key back so a redelivery can run. The body's error wins. */
+async function releaseAfterFailure(r: Resolved, claim: Claim, bodyError: unknown): Promise<void> {
+  try {
+    await r.backend.release(claim);
+  } catch (releaseError) {
+    r.logger.error("release failed after the body threw; the key frees when its lease lapses", {
+      key: claim.key,
+      fencingId: claim.fencingId,
+      outcome: "release_failed",
+      error: errorText(releaseError),
+      bodyError: errorText(bodyError),
+    });
+    if (bodyError instanceof Error && bodyError.cause === undefined) {
+      try {
+        bodyError.cause = releaseError;
+      } catch {
+        // A frozen error keeps its own shape; the log line above carries the release error.
+      }
+    }
+  }
+}
+
+/**
+ * The side effect already happened. Re-raising here would nack and repeat it, so both
+ * failures are logged and swallowed: a thrown complete, and a complete fenced out.
+ */
+async function completeAfterSuccess(r: Resolved, claim: Claim): Promise<void> {
+  let completed: boolean;
+  try {
+    completed = await r.backend.complete(claim);
+  } catch (error) {
+    r.logger.error("complete failed after the body succeeded; acking to avoid a repeat", {
+      key: claim.key,
+      fencingId: claim.fencingId,
+      outcome: "complete_failed",
+      error: errorText(error),
+    });
+    return;
+  }
+  if (!completed) {
+    r.logger.error(
+      "fenced out: the body outran its lease and another delivery reclaimed the key; the work may run twice — lengthen the lease or turn on heartbeat",
+      { key: claim.key, fencingId: claim.fencingId, outcome: "fenced_out", alert: true },
+    );
+  }
+}
+
+/** A mutex body ran: free the key for the next message. A failed release is logged. */
+async function releaseAfterMutex(r: Resolved, claim: Claim): Promise<void> {
+  try {
+    await r.backend.release(claim);
+  } catch (error) {
+    // The body ran; re-raising would redeliver and run it again. The lease frees the key.
+    r.logger.error("mutex release failed after the body ran; the key frees when its lease lapses", {
+      key: claim.key,
+      fencingId: claim.fencingId,
+      outcome: "release_failed",
+      error: errorText(error),
+    });
+  }
+}
+
+/**
+ * Run `body` at most once per `key`: claim → body → complete. A completed key rejects
+ * with {@link Duplicate}; a key held elsewhere rejects with {@link InProgress}. A body
+ * that throws releases its claim and its error propagates.
+ *
+ * @example
+ * ```ts
+ * await lock(`orders:${po}`, { backend }, async () => sendOrder(po));
+ * ```
+ */
+export function lock<T>(key: string, options: LockOptions, body: GuardedBody<T>): Promise<T> {
+  return runGuarded("lock", key, options, body);
+}
+
+/**
+ * Run `body` with no other holder of `key` at the same time: claim → body → release,
+ * always. It never completes, so every message for the key runs, one at a time. A key
+ * held elsewhere, or completed by {@link lock}, rejects with {@link InProgress}.
+ *
+ * @example
+ * ```ts
+ * await mutex(`po:${po}`, { backend }, async () => applyStatusUpdate(po, update));
+ * ```
+ */
+export function mutex<T>(key: string, options: LockOptions, body: GuardedBody<T>): Promise<T> {
+  return runGuarded("mutex", key, options, body);
+}

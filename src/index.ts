@@ -1,0 +1,31 @@
+export { InMemoryLock, type InMemoryLockOptions } from "./backends/memory/index.js";
+export {
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_HOLD_MS,
+  DEFAULT_TTL_MS,
+  MAX_KEY_BYTES,
+} from "./core/constants.js";
+export {
+  BackendError,
+  Duplicate,
+  IdempotencyError,
+  type IdempotencyErrorCode,
+  InProgress,
+  InvalidConfiguration,
+  InvalidKey,
+  MalformedMessage,
+  UnkeyedMessage,
+} from "./core/errors.js";
+export { jsonLogger } from "./core/logger.js";
+export type {
+  Claim,
+  ClaimOutcome,
+  GuardedBody,
+  HeartbeatOptions,
+  LockBackend,
+  LockOptions,
+  LogFields,
+  Logger,
+} from "./core/types.js";
+export { assertValidKey } from "./core/validate.js";
+export { lock, mutex } from "./core/verbs.js";

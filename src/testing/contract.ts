@@ -1,0 +1,357 @@
+import { describe, expect, it } from "vitest";
+import { MAX_KEY_BYTES } from "../core/constants.js";
+import type { Claim, ClaimOutcome, LockBackend } from "../core/types.js";
+import { lock, mutex } from "../core/verbs.js";
+
+/** What the contract suite needs to know about a backend under test. */
+export interface BackendContractTarget {
+  /** Shown in the test names, e.g. "redis (ioredis)". */
+  name: string;
+  /**
+   * A backend over an isolated store (its own prefix, table or namespace is best), with
+   * the given ttl. Called once per test.
+   */
+  create(options: { ttlMs: number }): LockBackend | Promise<LockBackend>;
+  /**
+   * Let `ms` of the backend's time pass. Default: a real sleep, for stores with their own
+   * clock. InMemoryLock with a fake clock passes `clock.advance`.
+   */
+  advance?(ms: number): void | Promise<void>;
+  /** A short lease for the timing cases; default 150 ms. Raise it for slow stores. */
+  leaseMs?: number;
+  /** A short ttl for the expiry cases; default 4 × leaseMs. */
+  ttlMs?: number;
+  /** Claims started at once in the race case; default 32. */
+  concurrency?: number;
+  /** Skip the race case (a store whose claims are serialized anyway still passes it). */
+  skipConcurrency?: boolean;
+}
+
+const realSleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+function won(outcome: ClaimOutcome): Claim {
+  if (outcome.status !== "won") {
+    throw new Error(`expected the claim to be won, got ${JSON.stringify(outcome)}`);
+  }
+  return outcome.claim;
+}
+
+/**
+ * Register the backend contract: every row of the record state machine plus the
+ * scenarios every backend must survive. Call it from a vitest test file:
+ *
+ * ```ts
+ * import { describeBackendContract } from "gcp-pubsub-idempotency/testing";
+ * describeBackendContract({ name: "my store", create: ({ ttlMs }) => new MyLock({ ttlMs }) });
+ * ```
+ */
+export function describeBackendContract(target: BackendContractTarget): void {
+  const leaseMs = target.leaseMs ?? 150;
+  const ttlMs = target.ttlMs ?? leaseMs * 4;
+  // Time that certainly carries a lease (or a ttl) past its end, with slack for clock jitter.
+  const slack = Math.max(20, Math.round(leaseMs / 3));
+  const advance = async (ms: number) => {
+    await (target.advance ?? realSleep)(ms);
+  };
+  const runId = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  let counter = 0;
+  const freshKey = (label: string) => `contract:${runId}:${label}:${counter++}`;
+
+  const withBackend = (
+    title: string,
+    fn: (backend: LockBackend) => Promise<void>,
+    timeoutMs?: number,
+  ) =>
+    it(
+      title,
+      async () => {
+        const backend = await target.create({ ttlMs });
+        try {
+          await fn(backend);
+        } finally {
+          await backend.close?.();
+        }
+      },
+      timeoutMs,
+    );
+
+  describe(`LockBackend contract: ${target.name}`, () => {
+    describe("claim", () => {
+      withBackend("absent → won at fence 1, with a lease in the future", async (b) => {
+        const key = freshKey("absent");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(claim.key).toBe(key);
+        expect(claim.fencingId).toBe(1);
+        expect(Number.isSafeInteger(claim.leaseExpiresAt)).toBe(true);
+      });
+
+      withBackend("claimed, lease live → held with the holder's lease end", async (b) => {
+        const key = freshKey("held");
+        const first = won(await b.claim(key, 60_000));
+        const second = await b.claim(key, 60_000);
+        expect(second).toEqual({ status: "held", leaseExpiresAt: first.leaseExpiresAt });
+      });
+
+      withBackend(
+        "claimed, lease lapsed → won at fence + 1 (a crashed holder self-heals)",
+        async (b) => {
+          const key = freshKey("crashed");
+          const first = won(await b.claim(key, leaseMs));
+          // The holder "crashes": it never completes or releases.
+          await advance(leaseMs + slack);
+          const second = won(await b.claim(key, leaseMs));
+          expect(second.fencingId).toBe(first.fencingId + 1);
+          expect(second.leaseExpiresAt).toBeGreaterThanOrEqual(first.leaseExpiresAt);
+        },
+      );
+
+      withBackend("done, within ttl → done", async (b) => {
+        const key = freshKey("done");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(await b.complete(claim)).toBe(true);
+        expect(await b.claim(key, leaseMs)).toEqual({ status: "done" });
+      });
+
+      withBackend("done, ttl elapsed → won again, fence + 1 or a fresh record at 1", async (b) => {
+        const key = freshKey("ttl");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(await b.complete(claim)).toBe(true);
+        await advance(ttlMs + slack);
+        const again = won(await b.claim(key, leaseMs));
+        // +1 while the record exists; a store that already deleted it starts over at 1.
+        expect([1, claim.fencingId + 1]).toContain(again.fencingId);
+      });
+    });
+
+    describe("complete", () => {
+      withBackend("fence matches → true, and the key is done", async (b) => {
+        const key = freshKey("complete");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(await b.complete(claim)).toBe(true);
+        expect((await b.claim(key, leaseMs)).status).toBe("done");
+      });
+
+      withBackend(
+        "commits on a fence match even after the lease lapsed (no lease guard)",
+        async (b) => {
+          const key = freshKey("late-complete");
+          const claim = won(await b.claim(key, leaseMs));
+          await advance(leaseMs + slack);
+          expect(await b.complete(claim)).toBe(true);
+          expect((await b.claim(key, leaseMs)).status).toBe("done");
+        },
+      );
+
+      withBackend("a retried complete on a done record → true", async (b) => {
+        const key = freshKey("complete-twice");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(await b.complete(claim)).toBe(true);
+        expect(await b.complete(claim)).toBe(true);
+        expect((await b.claim(key, leaseMs)).status).toBe("done");
+      });
+
+      withBackend("a zombie cannot complete over a newer claim", async (b) => {
+        const key = freshKey("zombie-complete");
+        const zombie = won(await b.claim(key, leaseMs));
+        await advance(leaseMs + slack);
+        const current = won(await b.claim(key, 60_000));
+        expect(await b.complete(zombie)).toBe(false);
+        // The newer holder is untouched and still owns the key.
+        expect(await b.claim(key, 60_000)).toEqual({
+          status: "held",
+          leaseExpiresAt: current.leaseExpiresAt,
+        });
+        expect(await b.complete(current)).toBe(true);
+        expect(await b.complete(zombie)).toBe(false);
+      });
+
+      withBackend("a claim for a key never claimed cannot complete", async (b) => {
+        const key = freshKey("never");
+        const forged: Claim = { key, fencingId: 1, leaseExpiresAt: Date.now() + 60_000 };
+        expect(await b.complete(forged)).toBe(false);
+        expect(won(await b.claim(key, leaseMs)).fencingId).toBe(1);
+      });
+    });
+
+    describe("release", () => {
+      withBackend("advances the fence and frees the key at once", async (b) => {
+        const key = freshKey("release");
+        const first = won(await b.claim(key, 60_000));
+        await b.release(first);
+        const second = won(await b.claim(key, 60_000));
+        expect(second.fencingId).toBe(first.fencingId + 1 + 1);
+      });
+
+      withBackend("a released claim can never complete later", async (b) => {
+        const key = freshKey("release-complete");
+        const first = won(await b.claim(key, 60_000));
+        await b.release(first);
+        expect(await b.complete(first)).toBe(false);
+        expect(won(await b.claim(key, leaseMs)).fencingId).toBeGreaterThan(first.fencingId);
+      });
+
+      withBackend("a zombie cannot release over a newer claim", async (b) => {
+        const key = freshKey("zombie-release");
+        const zombie = won(await b.claim(key, leaseMs));
+        await advance(leaseMs + slack);
+        const current = won(await b.claim(key, 60_000));
+        await b.release(zombie);
+        expect(await b.claim(key, 60_000)).toEqual({
+          status: "held",
+          leaseExpiresAt: current.leaseExpiresAt,
+        });
+        expect(await b.complete(current)).toBe(true);
+      });
+
+      withBackend("release on a done record is a no-op", async (b) => {
+        const key = freshKey("release-done");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(await b.complete(claim)).toBe(true);
+        await b.release(claim);
+        expect((await b.claim(key, leaseMs)).status).toBe("done");
+      });
+    });
+
+    describe("renew (when the backend has it)", () => {
+      withBackend("fence matches → true, and the lease moves forward", async (b) => {
+        if (!b.renew) return;
+        const key = freshKey("renew");
+        const claim = won(await b.claim(key, leaseMs));
+        await advance(Math.round(leaseMs / 2));
+        expect(await b.renew(claim, 60_000)).toBe(true);
+        await advance(leaseMs + slack);
+        // Past the first lease, but the renewal keeps it held.
+        const outcome = await b.claim(key, leaseMs);
+        expect(outcome.status).toBe("held");
+        expect(await b.complete(claim)).toBe(true);
+      });
+
+      withBackend("stale fence or done record → false", async (b) => {
+        if (!b.renew) return;
+        const key = freshKey("renew-stale");
+        const zombie = won(await b.claim(key, leaseMs));
+        await advance(leaseMs + slack);
+        const current = won(await b.claim(key, leaseMs));
+        expect(await b.renew(zombie, 60_000)).toBe(false);
+        expect(await b.complete(current)).toBe(true);
+        expect(await b.renew(current, 60_000)).toBe(false);
+        expect((await b.claim(key, leaseMs)).status).toBe("done");
+      });
+    });
+
+    describe("scenarios", () => {
+      withBackend("the fence only rises while the record exists", async (b) => {
+        const key = freshKey("rising");
+        const fences: number[] = [];
+        let claim = won(await b.claim(key, 60_000));
+        fences.push(claim.fencingId);
+        for (let i = 0; i < 3; i++) {
+          await b.release(claim);
+          claim = won(await b.claim(key, 60_000));
+          fences.push(claim.fencingId);
+        }
+        expect(fences).toEqual([...fences].sort((x, y) => x - y));
+        expect(new Set(fences).size).toBe(fences.length);
+      });
+
+      withBackend("a mutex cycles claim → release without ever completing", async (b) => {
+        const key = freshKey("mutex");
+        const seen: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          await mutex(key, { backend: b, leaseMs: 60_000, logger: silent }, (claim) => {
+            seen.push(claim.fencingId);
+          });
+        }
+        expect(seen).toHaveLength(3);
+        expect(seen[1]! > seen[0]! && seen[2]! > seen[1]!).toBe(true);
+        // Never DONE: the next claim wins straight away.
+        expect((await b.claim(key, leaseMs)).status).toBe("won");
+      });
+
+      withBackend("lock runs the body once; a redelivery is a Duplicate", async (b) => {
+        const key = freshKey("lock");
+        let runs = 0;
+        await lock(key, { backend: b, leaseMs: 60_000, logger: silent }, () => {
+          runs++;
+        });
+        await expect(
+          lock(key, { backend: b, leaseMs: 60_000, logger: silent }, () => {
+            runs++;
+          }),
+        ).rejects.toMatchObject({ code: "DUPLICATE", key });
+        expect(runs).toBe(1);
+      });
+
+      if (!target.skipConcurrency) {
+        withBackend(
+          "concurrent claims on one key admit exactly one",
+          async (b) => {
+            const key = freshKey("race");
+            const n = target.concurrency ?? 32;
+            const outcomes = await Promise.all(
+              Array.from({ length: n }, () => b.claim(key, 60_000)),
+            );
+            const winners = outcomes.filter((o) => o.status === "won");
+            expect(winners).toHaveLength(1);
+            expect(outcomes.filter((o) => o.status === "held")).toHaveLength(n - 1);
+          },
+          60_000,
+        );
+      }
+
+      withBackend(
+        "keys are opaque: unicode, '/', quotes, '%', case, spaces, 1,024 bytes",
+        async (b) => {
+          const base = freshKey("opaque");
+          const long = `${base}:${"é".repeat(Math.floor((MAX_KEY_BYTES - base.length - 1) / 2))}`;
+          expect(new TextEncoder().encode(long).length).toBeLessThanOrEqual(MAX_KEY_BYTES);
+          expect(new TextEncoder().encode(long).length).toBeGreaterThan(MAX_KEY_BYTES - 3);
+          const keys = [
+            `${base}:a/b/c`,
+            `${base}:A/B/C`,
+            `${base}:a/b/c `,
+            `${base}:'; DROP TABLE x; --`,
+            `${base}:"quoted" \\ back`,
+            `${base}:100%_like`,
+            `${base}:日本語🙂`,
+            `${base}:.`,
+            `${base}:..`,
+            `${base}:__name__`,
+            long,
+          ];
+          const claims = [];
+          for (const key of keys) {
+            const claim = won(await b.claim(key, 60_000));
+            expect(claim.key).toBe(key);
+            claims.push(claim);
+          }
+          for (const claim of claims) expect(await b.complete(claim)).toBe(true);
+          for (const key of keys) expect(await b.claim(key, 60_000)).toEqual({ status: "done" });
+          // The base key itself was never claimed: none of the others collided with it.
+          expect(won(await b.claim(`${base}:a/b`, 60_000)).fencingId).toBe(1);
+        },
+      );
+
+      withBackend(
+        "purgeExpired (when the backend has it) removes only expired records",
+        async (b) => {
+          if (!b.purgeExpired) return;
+          const oldKey = freshKey("purge-old");
+          const liveKey = freshKey("purge-live");
+          expect(await b.complete(won(await b.claim(oldKey, leaseMs)))).toBe(true);
+          await advance(ttlMs + slack);
+          const live = won(await b.claim(liveKey, 60_000));
+          const removed = await b.purgeExpired();
+          // A store that also reaps on its own (Redis, a sweeping cache) may have nothing left.
+          expect(Number.isSafeInteger(removed) && removed >= 0).toBe(true);
+          // The purged key starts over at fence 1; the live one is untouched.
+          expect(won(await b.claim(oldKey, leaseMs)).fencingId).toBe(1);
+          expect((await b.claim(liveKey, 60_000)).status).toBe("held");
+          expect(await b.complete(live)).toBe(true);
+        },
+      );
+    });
+  });
+}
+
+const silent = { info() {}, warn() {}, error() {} };

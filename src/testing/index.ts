@@ -1,0 +1,2 @@
+export { createFakeClock, type FakeClock } from "./clock.js";
+export { type BackendContractTarget, describeBackendContract } from "./contract.js";

@@ -1,0 +1,18 @@
+import { defineConfig } from "tsup";
+
+// One entry per public subpath; each backend's driver stays external (optional peer).
+export default defineConfig({
+  entry: {
+    index: "src/index.ts",
+    "testing/index": "src/testing/index.ts",
+  },
+  format: ["esm", "cjs"],
+  dts: true,
+  clean: true,
+  sourcemap: true,
+  target: "node20",
+  splitting: true,
+  treeshake: true,
+  loader: { ".lua": "text", ".sql": "text" },
+  external: ["vitest"],
+});

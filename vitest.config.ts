@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { defineConfig, type Plugin } from "vitest/config";
+import SummaryReporter from "./test/harness/summary-reporter.js";
 
 // Lua and SQL files are imported as text, as the tsup build does with its text loader.
 const textFiles: Plugin = {
@@ -18,6 +19,6 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    reporters: ["default"],
+    reporters: ["default", new SummaryReporter()],
   },
 });

@@ -14,6 +14,13 @@ import { assertNonNegativeMs, assertPositiveMs, assertValidKey } from "./validat
 
 type Verb = "lock" | "mutex";
 
+/**
+ * A body that declares no `signal` parameter and runs without heartbeat can never see an
+ * abort, so it shares one signal that is never aborted: an AbortController costs more than
+ * the rest of a lock() cycle together.
+ */
+const UNUSED_SIGNAL_CONTROLLER = new AbortController();
+
 interface Resolved {
   backend: LockBackend;
   leaseMs: number;
@@ -90,7 +97,8 @@ async function runGuarded<T>(
   if (outcome.status === "held") throw new InProgress(key, outcome.leaseExpiresAt);
 
   const { claim } = outcome;
-  const controller = new AbortController();
+  const controller =
+    r.heartbeat || body.length >= 2 ? new AbortController() : UNUSED_SIGNAL_CONTROLLER;
   const stopHeartbeat = r.heartbeat
     ? startHeartbeat(r.heartbeat, r.backend, claim, r.leaseMs, controller, r.logger)
     : () => {};

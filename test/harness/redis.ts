@@ -102,13 +102,22 @@ export async function findOrStartRedis(): Promise<RedisServer | { reason: string
       stop: async () => {},
     };
   }
+  try {
+    return await startRedisServer();
+  } catch {
+    return { reason: "no REDIS_URL, nothing on 127.0.0.1:6379, and redis-server did not start" };
+  }
+}
+
+/** A throwaway redis-server (no persistence) on a free port; stop() ends it. */
+export async function startRedisServer(): Promise<RedisServer> {
   const port = await freePort();
   const child = startServer(port);
   try {
     await waitFor(() => pingRedis("127.0.0.1", port), 5000, "redis-server");
-  } catch {
+  } catch (error) {
     await stopChild(child);
-    return { reason: "no REDIS_URL, nothing on 127.0.0.1:6379, and redis-server did not start" };
+    throw error;
   }
   return {
     host: "127.0.0.1",

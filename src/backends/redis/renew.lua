@@ -17,6 +17,8 @@ local fencingId = tonumber(ARGV[1])
 local leaseMs = tonumber(ARGV[2])
 local ttlMs = tonumber(ARGV[3])
 
+-- Redis 3.2-4 need effects replication before a write may follow TIME; a no-op since 5.
+if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 

@@ -73,6 +73,19 @@ describe.skipIf(!server)("RedisLock", () => {
         expect(await io.pexpiretime(`${p}k`)).toBe(Number(done.expiresAt));
       });
 
+      it("keeps epoch-ms integers exact above 1e14, where Lua's tostring would not", async () => {
+        const p = prefix();
+        const ttlMs = 5e14 + 7; // ~15,800 years: expiresAt gets 15 digits
+        const lock = new RedisLock({ client: client(), ttlMs, prefix: p });
+        const claim = won(await lock.claim("big", 1_000_003));
+        expect(await io.hget(`${p}big`, "expiresAt")).toBe(String(claim.leaseExpiresAt + ttlMs));
+        expect(await lock.renew(claim, 2_000_001)).toBe(true);
+        const record = await io.hgetall(`${p}big`);
+        expect(Number(record.expiresAt) - Number(record.leaseExpiresAt)).toBe(ttlMs);
+        expect(record.expiresAt).toMatch(/^\d{15}$/);
+        await io.del(`${p}big`);
+      });
+
       it("judges leases by the server TIME, not a skewed client clock", async () => {
         const lock = new RedisLock({ client: client(), ttlMs: 10_000, prefix: prefix() });
         const [seconds] = await io.time();
@@ -273,6 +286,14 @@ describe.skipIf(!server)("RedisLock on Redis Cluster", () => {
     io?.disconnect();
     await nr?.close();
     await cluster?.stop();
+  });
+
+  it("spreads keys over the masters, each script on the node owning its key", async () => {
+    const lock = new RedisLock({ client: io!, ttlMs: 10_000, prefix: prefix() });
+    for (let i = 0; i < 30; i++)
+      expect(await lock.complete(won(await lock.claim(`k${i}`, 1_000)))).toBe(true);
+    const sizes = await Promise.all(io!.nodes("master").map((node) => node.dbsize()));
+    expect(sizes.filter((size) => size > 0).length).toBeGreaterThanOrEqual(2);
   });
 
   describeBackendContract({

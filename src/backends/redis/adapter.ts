@@ -1,0 +1,80 @@
+import { createHash } from "node:crypto";
+
+/**
+ * The slice of an ioredis `Redis` or `Cluster` this backend uses. Structural, so the
+ * package never imports ioredis at runtime.
+ */
+export interface IoRedisScriptClient {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+}
+
+/** The slice of a node-redis client (`createClient`) or cluster (`createCluster`) used here. */
+export interface NodeRedisScriptClient {
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+/** Any client RedisLock accepts: ioredis or node-redis, single node or cluster. */
+export type RedisScriptClient = IoRedisScriptClient | NodeRedisScriptClient;
+
+/** A Lua script with its SHA1, computed locally so EVALSHA needs no SCRIPT LOAD first. */
+export interface Script {
+  readonly text: string;
+  readonly sha: string;
+}
+
+export function script(text: string): Script {
+  return { text, sha: createHash("sha1").update(text).digest("hex") };
+}
+
+/** Runs one script against one key: EVALSHA, and EVAL once when the server lacks the script. */
+export type ScriptRunner = (script: Script, key: string, args: string[]) => Promise<unknown>;
+
+export function isScriptClient(client: unknown): client is RedisScriptClient {
+  return isNodeRedis(client) || isIoRedis(client);
+}
+
+export function scriptRunner(client: RedisScriptClient): ScriptRunner {
+  if (isNodeRedis(client)) {
+    return async (s, key, args) => {
+      const options = { keys: [key], arguments: args };
+      try {
+        return await client.evalSha(s.sha, options);
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        // EVAL also caches the script on the node that owns the key (a Cluster routes both
+        // calls by the key), so the next EVALSHA there hits; SCRIPT LOAD could land elsewhere.
+        return await client.eval(s.text, options);
+      }
+    };
+  }
+  const io = client as IoRedisScriptClient;
+  return async (s, key, args) => {
+    try {
+      return await io.evalsha(s.sha, 1, key, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return await io.eval(s.text, 1, key, ...args);
+    }
+  };
+}
+
+// node-redis names it evalSha; ioredis only has the lower-case evalsha.
+function isNodeRedis(client: unknown): client is NodeRedisScriptClient {
+  return hasMethods(client, "evalSha", "eval");
+}
+
+function isIoRedis(client: unknown): client is IoRedisScriptClient {
+  return hasMethods(client, "evalsha", "eval");
+}
+
+function hasMethods(value: unknown, ...names: string[]): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return names.every((name) => typeof record[name] === "function");
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+}

@@ -1,0 +1,166 @@
+import { randomUUID } from "node:crypto";
+import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { BackendError, InvalidConfiguration } from "../../core/errors.js";
+import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import {
+  isScriptClient,
+  type RedisScriptClient,
+  type Script,
+  type ScriptRunner,
+  script,
+  scriptRunner,
+} from "./adapter.js";
+import claimLua from "./claim.lua";
+import completeLua from "./complete.lua";
+import releaseLua from "./release.lua";
+import renewLua from "./renew.lua";
+
+export type { IoRedisScriptClient, NodeRedisScriptClient, RedisScriptClient } from "./adapter.js";
+
+export interface RedisLockOptions {
+  /**
+   * An already-created client: ioredis `Redis` or `Cluster`, or node-redis `createClient()` /
+   * `createCluster()`. A node-redis client must be connected (`await client.connect()`);
+   * ioredis connects by itself. RedisLock never closes it: the client is yours.
+   */
+  client: RedisScriptClient;
+  /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
+  ttlMs?: number;
+  /** Prepended to every idempotency key; default "idem:". Printable ASCII, 1–128 chars. */
+  prefix?: string;
+}
+
+export const DEFAULT_REDIS_PREFIX = "idem:";
+const MAX_PREFIX_LENGTH = 128;
+// Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: keep the sum
+// far below 2^53 (this cap is ~285,000 years).
+const MAX_SPAN_MS = 2 ** 53 - 2 ** 52;
+
+const CLAIM = script(claimLua);
+const COMPLETE = script(completeLua);
+const RELEASE = script(releaseLua);
+const RENEW = script(renewLua);
+
+/**
+ * Redis backend: one hash per key, each verb one Lua script (one EVALSHA round trip),
+ * judged by the server's `TIME`, reaped by `PEXPIREAT` at the record's `expiresAt` (so there
+ * is no `purgeExpired`). Every script touches exactly one key, so it works on Redis Cluster.
+ */
+export class RedisLock implements LockBackend {
+  readonly ttlMs: number;
+  readonly prefix: string;
+  private readonly run: ScriptRunner;
+
+  constructor(options: RedisLockOptions) {
+    if (typeof options !== "object" || options === null || !isScriptClient(options.client)) {
+      throw new InvalidConfiguration(
+        "RedisLock needs { client }: an ioredis Redis/Cluster or a node-redis client/cluster",
+      );
+    }
+    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+    assertPositiveMs("ttlMs", this.ttlMs);
+    if (this.ttlMs > MAX_SPAN_MS / 2) {
+      throw new InvalidConfiguration(`ttlMs must be at most ${MAX_SPAN_MS / 2} ms`);
+    }
+    this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX;
+    assertValidPrefix(this.prefix);
+    this.run = scriptRunner(options.client);
+  }
+
+  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    assertValidKey(key);
+    assertLeaseMs(leaseMs);
+    const reply = await this.call("claim", key, CLAIM, [
+      String(leaseMs),
+      String(this.ttlMs),
+      randomUUID(),
+    ]);
+    if (Array.isArray(reply) && reply.length === 3) {
+      const [status, fencingId, until] = reply as unknown[];
+      if (isInt(fencingId) && isInt(until)) {
+        if (status === "won") {
+          return { status: "won", claim: { key, fencingId, leaseExpiresAt: until } };
+        }
+        if (status === "held") return { status: "held", leaseExpiresAt: until };
+        if (status === "done") return { status: "done" };
+      }
+    }
+    throw unexpected("claim", key, reply);
+  }
+
+  async complete(claim: Claim): Promise<boolean> {
+    assertValidKey(claim.key);
+    const reply = await this.call("complete", claim.key, COMPLETE, [
+      String(claim.fencingId),
+      String(this.ttlMs),
+    ]);
+    if (reply === 1 || reply === 0) return reply === 1;
+    throw unexpected("complete", claim.key, reply);
+  }
+
+  async release(claim: Claim): Promise<void> {
+    assertValidKey(claim.key);
+    const reply = await this.call("release", claim.key, RELEASE, [
+      String(claim.fencingId),
+      String(this.ttlMs),
+    ]);
+    if (reply !== 1 && reply !== 0) throw unexpected("release", claim.key, reply);
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertValidKey(claim.key);
+    assertLeaseMs(leaseMs);
+    const reply = await this.call("renew", claim.key, RENEW, [
+      String(claim.fencingId),
+      String(leaseMs),
+      String(this.ttlMs),
+    ]);
+    if (Array.isArray(reply) && (reply[0] === 1 || reply[0] === 0)) return reply[0] === 1;
+    throw unexpected("renew", claim.key, reply);
+  }
+
+  /** Every store failure (connection, timeout, READONLY, a script error) names verb and key. */
+  private async call(verb: string, key: string, s: Script, args: string[]): Promise<unknown> {
+    try {
+      return await this.run(s, this.prefix + key, args);
+    } catch (error) {
+      throw new BackendError("redis", verb, key, error);
+    }
+  }
+}
+
+function assertValidPrefix(prefix: unknown): asserts prefix is string {
+  if (
+    typeof prefix !== "string" ||
+    prefix.length === 0 ||
+    prefix.length > MAX_PREFIX_LENGTH ||
+    !/^[\x20-\x7e]+$/.test(prefix)
+  ) {
+    throw new InvalidConfiguration(
+      `prefix must be 1 to ${MAX_PREFIX_LENGTH} printable ASCII characters, got ${JSON.stringify(
+        typeof prefix === "string" ? prefix.slice(0, 40) : typeof prefix,
+      )}`,
+    );
+  }
+}
+
+function assertLeaseMs(leaseMs: number): void {
+  assertPositiveMs("leaseMs", leaseMs);
+  if (leaseMs > MAX_SPAN_MS / 2) {
+    throw new InvalidConfiguration(`leaseMs must be at most ${MAX_SPAN_MS / 2} ms`);
+  }
+}
+
+function isInt(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value);
+}
+
+function unexpected(verb: string, key: string, reply: unknown): BackendError {
+  return new BackendError(
+    "redis",
+    verb,
+    key,
+    new Error(`unexpected script reply ${JSON.stringify(reply)?.slice(0, 200)}`),
+  );
+}

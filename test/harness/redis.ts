@@ -1,0 +1,181 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+export interface RedisServer {
+  host: string;
+  port: number;
+  url: string;
+  /** How it was found, for the skip / log line. */
+  origin: string;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1 (asked of the OS, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => {
+        if (address && typeof address === "object") resolve(address.port);
+        else reject(new Error("no port"));
+      });
+    });
+  });
+}
+
+/** True when a Redis answers PING at host:port within timeoutMs. */
+export function pingRedis(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    let answer = "";
+    const finish = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => finish(false));
+    socket.once("error", () => finish(false));
+    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.on("data", (chunk) => {
+      answer += chunk.toString();
+      // +PONG, or -NOAUTH from a server that needs a password: either way a Redis is there.
+      if (answer.includes("\r\n")) finish(answer.startsWith("+PONG") || answer.startsWith("-"));
+    });
+  });
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function startServer(port: number, extra: string[] = []): ChildProcess {
+  const child = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extra],
+    { stdio: "ignore" },
+  );
+  child.on("error", () => {}); // a missing binary shows up as the ping timing out
+  return child;
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((done) => {
+    child.once("exit", () => done());
+    child.kill("SIGTERM");
+  });
+}
+
+/**
+ * REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a redis-server started on a free
+ * port (ended by stop()). Undefined, with the reason, when none can be had.
+ */
+export async function findOrStartRedis(): Promise<RedisServer | { reason: string }> {
+  const fromEnv = process.env.REDIS_URL;
+  if (fromEnv) {
+    const url = new URL(fromEnv);
+    const host = url.hostname || "127.0.0.1";
+    const port = Number(url.port || 6379);
+    if (!(await pingRedis(host, port, 2000))) {
+      return { reason: `REDIS_URL=${fromEnv} does not answer` };
+    }
+    return { host, port, url: fromEnv, origin: "REDIS_URL", stop: async () => {} };
+  }
+  if (await pingRedis("127.0.0.1", 6379)) {
+    return {
+      host: "127.0.0.1",
+      port: 6379,
+      url: "redis://127.0.0.1:6379",
+      origin: "127.0.0.1:6379",
+      stop: async () => {},
+    };
+  }
+  try {
+    return await startRedisServer();
+  } catch {
+    return { reason: "no REDIS_URL, nothing on 127.0.0.1:6379, and redis-server did not start" };
+  }
+}
+
+/** A throwaway redis-server (no persistence) on a free port; stop() ends it. */
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freePort();
+  const child = startServer(port);
+  try {
+    await waitFor(() => pingRedis("127.0.0.1", port), 5000, "redis-server");
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
+  return {
+    host: "127.0.0.1",
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    origin: `redis-server started on port ${port}`,
+    stop: () => stopChild(child),
+  };
+}
+
+export interface RedisClusterServers {
+  nodes: { host: string; port: number }[];
+  stop(): Promise<void>;
+}
+
+/** Three masters, no replicas, on free ports in a temp dir; stop() ends them and cleans up. */
+export async function startRedisCluster(): Promise<RedisClusterServers> {
+  const dir = mkdtempSync(join(tmpdir(), "idem-redis-cluster-"));
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const children = ports.map((port) =>
+    startServer(port, [
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      join(dir, `nodes-${port}.conf`),
+      "--dir",
+      dir,
+    ]),
+  );
+  const stop = async () => {
+    await Promise.all(children.map(stopChild));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      await waitFor(() => pingRedis("127.0.0.1", port), 5000, `cluster node ${port}`);
+    }
+    await run("redis-cli", [
+      "--cluster",
+      "create",
+      ...ports.map((port) => `127.0.0.1:${port}`),
+      "--cluster-replicas",
+      "0",
+      "--cluster-yes",
+    ]);
+    for (const port of ports) {
+      await waitFor(
+        async () => {
+          const { stdout } = await run("redis-cli", ["-p", String(port), "cluster", "info"]);
+          return stdout.includes("cluster_state:ok");
+        },
+        15_000,
+        `cluster_state:ok on ${port}`,
+      );
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { nodes: ports.map((port) => ({ host: "127.0.0.1", port })), stop };
+}

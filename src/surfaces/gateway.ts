@@ -203,11 +203,22 @@ export function idempotent<E extends CloudEventLike = CloudEventLike>(
         return;
       case "in_progress":
       case "unkeyed":
+        // functions-framework prints err.stack for every throw; contention is routine, so
+        // keep that to the message's one line instead of a stack trace.
+        trimStack(outcome.error);
         throw outcome.error;
       case "failed":
         throw outcome.error;
     }
   };
+}
+
+function trimStack(error: Error): void {
+  try {
+    error.stack = `${error.name}: ${error.message}`;
+  } catch {
+    // A non-writable stack keeps its lines; the gateway's own warning is still one line.
+  }
 }
 
 /** Send a status and a one-line text unless a response is already on its way. */

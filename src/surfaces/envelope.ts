@@ -94,7 +94,8 @@ function attributesOf(value: unknown, where: string): Record<string, string> {
   if (!isObject(value)) fail(`${where}attributes must be an object, got ${shown(value)}`);
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(value)) {
-    if (typeof v !== "string") fail(`${where}attributes.${name} must be a string, got ${shown(v)}`);
+    if (typeof v !== "string")
+      fail(`${where}attributes[${shown(name)}] must be a string, got ${shown(v)}`);
     out[name] = v;
   }
   return out;

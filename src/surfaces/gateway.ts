@@ -1,5 +1,11 @@
 import { Buffer } from "node:buffer";
-import { Duplicate, InProgress, MalformedMessage, UnkeyedMessage } from "../core/errors.js";
+import {
+  Duplicate,
+  InProgress,
+  InvalidConfiguration,
+  MalformedMessage,
+  UnkeyedMessage,
+} from "../core/errors.js";
 import { errorText, jsonLogger } from "../core/logger.js";
 import type { LockOptions, Logger } from "../core/types.js";
 import { lock } from "../core/verbs.js";
@@ -78,6 +84,38 @@ function warnDisabledOnce(logger: Logger): void {
 /** Test hook: forget that the disabled warning was written. */
 export function resetDisabledWarning(): void {
   warnedDisabled = false;
+}
+
+/**
+ * Catch a wiring mistake when the function is built (at deploy), not on the first message
+ * (as a nack loop). No I/O: the disabled switch must be able to skip the store entirely.
+ */
+function checkWiring(surface: string, options: unknown, handler: unknown): void {
+  if (options === null || typeof options !== "object") {
+    throw new InvalidConfiguration(`${surface}() needs an options object with a backend`);
+  }
+  const { backend, key, onDuplicate } = options as Record<string, unknown>;
+  const b = backend as Record<string, unknown> | null | undefined;
+  if (
+    b === null ||
+    typeof b !== "object" ||
+    typeof b.claim !== "function" ||
+    typeof b.complete !== "function" ||
+    typeof b.release !== "function"
+  ) {
+    throw new InvalidConfiguration(
+      `${surface}() options.backend must implement claim, complete and release`,
+    );
+  }
+  if (key !== undefined && typeof key !== "function") {
+    throw new InvalidConfiguration(`${surface}() options.key must be a function`);
+  }
+  if (onDuplicate !== undefined && typeof onDuplicate !== "function") {
+    throw new InvalidConfiguration(`${surface}() options.onDuplicate must be a function`);
+  }
+  if (typeof handler !== "function") {
+    throw new InvalidConfiguration(`${surface}() needs a handler function`);
+  }
 }
 
 type Outcome =
@@ -189,6 +227,7 @@ export function idempotent<E extends CloudEventLike = CloudEventLike>(
   options: GatewayOptions<E>,
   handler: (event: E) => unknown,
 ): (event: E) => Promise<void> {
+  checkWiring("idempotent", options, handler);
   return async (event) => {
     const outcome = await guard(
       options,
@@ -275,6 +314,16 @@ export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
   options: HttpGatewayOptions<Q>,
   handler: (message: PushMessage, req: Q, res: S) => unknown,
 ): (req: Q, res: S) => Promise<void> {
+  checkWiring("idempotentHttp", options, handler);
+  const { maxBodyBytes } = options;
+  if (
+    maxBodyBytes !== undefined &&
+    (typeof maxBodyBytes !== "number" || !Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0)
+  ) {
+    throw new InvalidConfiguration(
+      "idempotentHttp() options.maxBodyBytes must be a positive integer",
+    );
+  }
   const logger = options.logger ?? jsonLogger;
   const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   return async (req, res) => {
@@ -358,6 +407,7 @@ export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLik
   options: GatewayOptions<M>,
   handler: (message: M) => unknown,
 ): (message: M) => Promise<void> {
+  checkWiring("idempotentMessage", options, handler);
   const logger = options.logger ?? jsonLogger;
   return async (message) => {
     let messageId = "";

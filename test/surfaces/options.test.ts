@@ -191,3 +191,27 @@ describe("hooks and key functions", () => {
     expect(logger.at("WARNING")).toEqual([]);
   });
 });
+
+describe("wiring mistakes", () => {
+  it("are refused when the function is built, not on the first message", async () => {
+    const { InvalidConfiguration } = await import("../../src/core/errors.js");
+    const backend = new InMemoryLock();
+    const cases: [string, () => unknown][] = [
+      ["no backend", () => idempotent({} as never, () => {})],
+      [
+        "a backend without complete",
+        () => idempotentMessage({ backend: { claim() {} } as never }, () => {}),
+      ],
+      ["no handler", () => idempotentHttp({ backend }, undefined as never)],
+      ["key not a function", () => idempotent({ backend, key: "id" as never }, () => {})],
+      [
+        "onDuplicate not a function",
+        () => idempotentMessage({ backend, onDuplicate: 1 as never }, () => {}),
+      ],
+      ["maxBodyBytes zero", () => idempotentHttp({ backend, maxBodyBytes: 0 }, () => {})],
+    ];
+    for (const [name, build] of cases) {
+      expect(build, name).toThrow(InvalidConfiguration);
+    }
+  });
+});

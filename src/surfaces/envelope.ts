@@ -50,7 +50,8 @@ const isObject = (value: unknown): value is Json =>
 const isBytes = (value: unknown): value is Uint8Array => value instanceof Uint8Array;
 
 const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const URL_BASE64 = /^[A-Za-z0-9_-]*$/;
+/** Unpadded, or the URL-safe alphabet: Buffer decodes both, so accept them when well-formed. */
+const LOOSE_BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 function fail(reason: string): never {
   throw new MalformedMessage(`malformed Pub/Sub message: ${reason}`);
@@ -76,7 +77,10 @@ function decodeBase64(data: unknown): Buffer {
   if (data === undefined || data === null) return Buffer.alloc(0);
   if (typeof data !== "string") fail(`message.data must be a base64 string, got ${shown(data)}`);
   // Buffer.from(…, "base64") silently skips bad characters; check the alphabet first.
-  if (!STD_BASE64.test(data) && !(URL_BASE64.test(data) && data.length % 4 !== 1)) {
+  if (
+    !STD_BASE64.test(data) &&
+    !(LOOSE_BASE64.test(data) && data.replace(/=+$/, "").length % 4 !== 1)
+  ) {
     fail("message.data is not valid base64");
   }
   return Buffer.from(data, "base64");

@@ -85,6 +85,8 @@ describe("the envelope parser", () => {
     ]);
     expect(() => parsePushBody({ message: { messageId: "1", data: "a b" } })).toThrow(/base64/);
     expect(() => parsePushBody({ message: { messageId: "1", data: "abcde" } })).toThrow(/base64/);
+    expect(parsePushBody({ message: { messageId: "1", data: "aGk" } }).text()).toBe("hi");
+    expect(() => parsePushBody({ message: { messageId: "1", data: "aGk=x" } })).toThrow(/base64/);
   });
 
   it("every reason is a single line that starts the same way", () => {

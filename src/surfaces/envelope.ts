@@ -1,0 +1,290 @@
+import { Buffer } from "node:buffer";
+import { MalformedMessage } from "../core/errors.js";
+
+/** The CloudEvent type Pub/Sub (through Eventarc or functions-framework) delivers. */
+export const MESSAGE_PUBLISHED_TYPE = "google.cloud.pubsub.topic.v1.messagePublished";
+
+/** One Pub/Sub message, whichever envelope it arrived in. */
+export interface PushMessage {
+  readonly messageId: string;
+  /** The decoded payload (empty when the message carried attributes only). */
+  readonly data: Buffer;
+  readonly attributes: Readonly<Record<string, string>>;
+  /** RFC 3339 string from a push body or CloudEvent; a Date from a pull `Message`. */
+  readonly publishTime?: Date | string;
+  readonly orderingKey?: string;
+  /** Present only with a dead-letter policy (and never from the emulator). */
+  readonly deliveryAttempt?: number;
+  /** Absent when functions-framework converted a raw push body into a CloudEvent. */
+  readonly subscription?: string;
+  /** The payload as UTF-8 text. */
+  text(): string;
+  /** The payload parsed as JSON; throws MalformedMessage when it is not JSON. */
+  json<T = unknown>(): T;
+}
+
+/** The smallest CloudEvent shape the gateway reads; functions-framework's CloudEvent fits it. */
+export interface CloudEventLike {
+  readonly id?: string;
+  readonly type?: string;
+  readonly data?: unknown;
+}
+
+/** The smallest `@google-cloud/pubsub` `Message` shape the gateway reads and settles. */
+export interface PubSubMessageLike {
+  readonly id: string;
+  readonly data?: Buffer | Uint8Array | string;
+  readonly attributes?: Readonly<Record<string, string>>;
+  readonly publishTime?: Date;
+  readonly orderingKey?: string;
+  readonly deliveryAttempt?: number;
+  ack(): void;
+  nack(): void;
+}
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json =>
+  value !== null && typeof value === "object" && !Array.isArray(value) && !isBytes(value);
+
+const isBytes = (value: unknown): value is Uint8Array => value instanceof Uint8Array;
+
+const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** Unpadded, or the URL-safe alphabet: Buffer decodes both, so accept them when well-formed. */
+const LOOSE_BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+function fail(reason: string): never {
+  throw new MalformedMessage(`malformed Pub/Sub message: ${reason}`);
+}
+
+/** A one-line, bounded rendering of an offending value for a reason text. */
+function shown(value: unknown): string {
+  let text: string;
+  if (value === undefined) text = "undefined";
+  else if (typeof value === "string") text = JSON.stringify(value);
+  else if (isBytes(value)) text = `<${value.byteLength} bytes>`;
+  else {
+    try {
+      text = JSON.stringify(value) ?? String(value);
+    } catch {
+      text = Object.prototype.toString.call(value);
+    }
+  }
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+function decodeBase64(data: unknown): Buffer {
+  if (data === undefined || data === null) return Buffer.alloc(0);
+  if (typeof data !== "string") fail(`message.data must be a base64 string, got ${shown(data)}`);
+  // Buffer.from(…, "base64") silently skips bad characters; check the alphabet first.
+  if (
+    !STD_BASE64.test(data) &&
+    !(LOOSE_BASE64.test(data) && data.replace(/=+$/, "").length % 4 !== 1)
+  ) {
+    fail("message.data is not valid base64");
+  }
+  return Buffer.from(data, "base64");
+}
+
+function stringField(owner: Json, name: string, where: string): string | undefined {
+  const value = owner[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") fail(`${where}${name} must be a string, got ${shown(value)}`);
+  return value;
+}
+
+function attributesOf(value: unknown, where: string): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (!isObject(value)) fail(`${where}attributes must be an object, got ${shown(value)}`);
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(value)) {
+    if (typeof v !== "string")
+      fail(`${where}attributes[${shown(name)}] must be a string, got ${shown(v)}`);
+    out[name] = v;
+  }
+  return out;
+}
+
+function deliveryAttemptOf(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+    fail(`deliveryAttempt must be a non-negative integer, got ${shown(value)}`);
+  }
+  return value;
+}
+
+function makeMessage(fields: {
+  messageId: string;
+  data: Buffer;
+  attributes: Record<string, string>;
+  publishTime: Date | string | undefined;
+  orderingKey: string | undefined;
+  deliveryAttempt: number | undefined;
+  subscription: string | undefined;
+}): PushMessage {
+  const { data } = fields;
+  const message: PushMessage = {
+    messageId: fields.messageId,
+    data,
+    attributes: Object.freeze(fields.attributes),
+    text: () => data.toString("utf8"),
+    json: <T>() => {
+      try {
+        return JSON.parse(data.toString("utf8")) as T;
+      } catch (error) {
+        throw new MalformedMessage(
+          `message ${fields.messageId}: data is not JSON (${error instanceof Error ? error.message : String(error)})`,
+        );
+      }
+    },
+    // Optional fields are left out, not set to undefined (exactOptionalPropertyTypes).
+    ...(fields.publishTime === undefined ? {} : { publishTime: fields.publishTime }),
+    ...(fields.orderingKey ? { orderingKey: fields.orderingKey } : {}),
+    ...(fields.deliveryAttempt === undefined ? {} : { deliveryAttempt: fields.deliveryAttempt }),
+    ...(fields.subscription === undefined ? {} : { subscription: fields.subscription }),
+  };
+  return Object.freeze(message);
+}
+
+/** Parse the `{message, subscription?, deliveryAttempt?}` object common to push and CloudEvent. */
+function fromEnvelopeObject(envelope: Json, where: string): PushMessage {
+  const raw = envelope.message;
+  if (raw === undefined) fail(`${where}has no "message" field`);
+  if (!isObject(raw)) fail(`${where}message must be an object, got ${shown(raw)}`);
+  const m = `${where}message.`;
+  const camel = stringField(raw, "messageId", m);
+  const snake = stringField(raw, "message_id", m);
+  if (camel !== undefined && snake !== undefined && camel !== snake) {
+    fail(`${m}messageId and ${m}message_id disagree`);
+  }
+  const messageId = camel ?? snake;
+  if (messageId === undefined) fail(`${m}messageId is missing`);
+  if (messageId === "") fail(`${m}messageId is empty`);
+  const publishTime = stringField(raw, "publishTime", m) ?? stringField(raw, "publish_time", m);
+  if (publishTime !== undefined && Number.isNaN(Date.parse(publishTime))) {
+    fail(`${m}publishTime is not a timestamp: ${shown(publishTime)}`);
+  }
+  return makeMessage({
+    messageId,
+    data: decodeBase64(raw.data),
+    attributes: attributesOf(raw.attributes, m),
+    publishTime,
+    orderingKey: stringField(raw, "orderingKey", m) ?? stringField(raw, "ordering_key", m),
+    deliveryAttempt: deliveryAttemptOf(envelope.deliveryAttempt ?? envelope.delivery_attempt),
+    subscription: stringField(envelope, "subscription", where),
+  });
+}
+
+/** A JSON object out of a parsed object, a JSON string or JSON bytes. */
+function jsonObject(body: unknown, what: string): Json {
+  let value = body;
+  if (isBytes(value)) value = Buffer.from(value).toString("utf8");
+  if (typeof value === "string") {
+    if (value.trim() === "") fail(`${what} is empty`);
+    try {
+      value = JSON.parse(value);
+    } catch {
+      fail(`${what} is not JSON`);
+    }
+  }
+  if (!isObject(value)) fail(`${what} must be a JSON object, got ${shown(value)}`);
+  return value;
+}
+
+/**
+ * Parse a raw push request body: `{message: {data, attributes, messageId, publishTime,
+ * orderingKey}, subscription, deliveryAttempt}`, as an object, a JSON string or bytes.
+ * Throws {@link MalformedMessage} with a one-line reason.
+ */
+export function parsePushBody(body: unknown): PushMessage {
+  if (body === undefined || body === null) fail("the push body is empty");
+  return fromEnvelopeObject(jsonObject(body, "the push body"), "");
+}
+
+/**
+ * Parse a `google.cloud.pubsub.topic.v1.messagePublished` CloudEvent, structured or
+ * binary, as functions-framework hands it to a `cloudEvent` function (`event.data` is
+ * `{message, subscription}`). Throws {@link MalformedMessage}.
+ */
+export function parseCloudEvent(event: unknown): PushMessage {
+  if (!isObject(event)) fail(`the CloudEvent must be an object, got ${shown(event)}`);
+  const { type } = event;
+  if (type !== undefined && type !== MESSAGE_PUBLISHED_TYPE) {
+    fail(`CloudEvent type ${shown(type)} is not ${MESSAGE_PUBLISHED_TYPE}`);
+  }
+  if (event.data === undefined || event.data === null) fail("the CloudEvent has no data");
+  return fromEnvelopeObject(jsonObject(event.data, "the CloudEvent data"), "data.");
+}
+
+/** Read an `@google-cloud/pubsub` pull `Message` as a {@link PushMessage}. */
+export function parsePubSubMessage(message: PubSubMessageLike): PushMessage {
+  if (!isObject(message)) fail(`the message must be an object, got ${shown(message)}`);
+  if (typeof message.id !== "string" || message.id === "") {
+    fail(`message.id must be a non-empty string, got ${shown(message.id)}`);
+  }
+  const { data } = message;
+  let bytes: Buffer;
+  if (data === undefined || data === null) bytes = Buffer.alloc(0);
+  else if (Buffer.isBuffer(data)) bytes = data;
+  else if (isBytes(data)) bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  else if (typeof data === "string") bytes = Buffer.from(data, "utf8");
+  else fail(`message.data must be bytes, got ${shown(data)}`);
+  const { publishTime } = message;
+  return makeMessage({
+    messageId: message.id,
+    data: bytes,
+    attributes: attributesOf(message.attributes, "message."),
+    publishTime: publishTime instanceof Date ? publishTime : undefined,
+    orderingKey: typeof message.orderingKey === "string" ? message.orderingKey : undefined,
+    deliveryAttempt: deliveryAttemptOf(message.deliveryAttempt),
+    subscription: undefined,
+  });
+}
+
+/** True for something shaped like a pull `Message` (has `ack` and `nack`). */
+function isPullMessage(input: unknown): input is PubSubMessageLike {
+  return isObject(input) && typeof input.ack === "function" && typeof input.nack === "function";
+}
+
+/**
+ * Parse whichever of the three shapes `input` is: a pull `Message`, a CloudEvent (has
+ * `specversion` or a `type`), or a raw push body (object, JSON string or bytes).
+ */
+export function parseEnvelope(input: unknown): PushMessage {
+  if (isPullMessage(input)) return parsePubSubMessage(input);
+  if (isObject(input) && ("specversion" in input || typeof input.type === "string")) {
+    return parseCloudEvent(input);
+  }
+  return parsePushBody(input);
+}
+
+/**
+ * The messageId of a CloudEvent without validating the rest, for the default key:
+ * a message the handler can still read should not be refused for a bad attribute.
+ */
+export function cloudEventMessageId(event: unknown): string | undefined {
+  const message = cloudEventMessage(event);
+  const id = message?.messageId ?? message?.message_id;
+  return typeof id === "string" && id !== "" ? id : undefined;
+}
+
+/** The deliveryAttempt of a CloudEvent when present and an integer, for log lines. */
+export function cloudEventDeliveryAttempt(event: unknown): number | undefined {
+  if (!isObject(event) || !isObject(event.data)) return undefined;
+  const attempt = event.data.deliveryAttempt;
+  return typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined;
+}
+
+function cloudEventMessage(event: unknown): Json | undefined {
+  if (!isObject(event)) return undefined;
+  let { data } = event;
+  if (typeof data === "string" || isBytes(data)) {
+    try {
+      data = JSON.parse(isBytes(data) ? Buffer.from(data).toString("utf8") : data);
+    } catch {
+      return undefined;
+    }
+  }
+  if (!isObject(data) || !isObject(data.message)) return undefined;
+  return data.message;
+}

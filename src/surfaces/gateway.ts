@@ -1,0 +1,448 @@
+import { Buffer } from "node:buffer";
+import {
+  Duplicate,
+  InProgress,
+  InvalidConfiguration,
+  MalformedMessage,
+  UnkeyedMessage,
+} from "../core/errors.js";
+import { errorText, jsonLogger } from "../core/logger.js";
+import type { LockOptions, Logger } from "../core/types.js";
+import { lock } from "../core/verbs.js";
+import {
+  type CloudEventLike,
+  cloudEventDeliveryAttempt,
+  cloudEventMessageId,
+  type PubSubMessageLike,
+  type PushMessage,
+  parsePushBody,
+} from "./envelope.js";
+
+/** Options of the three Pub/Sub surfaces; `I` is what the key function receives. */
+export type GatewayOptions<I> = LockOptions & {
+  /** The idempotency key of a message; default its Pub/Sub messageId. */
+  key?: (input: I) => string | undefined;
+  /** Called with the key when a duplicate was skipped; a throw is logged, never raised. */
+  onDuplicate?: (key: string) => void;
+  /** Run the handler unguarded (with a warning) when no key resolves, instead of refusing. */
+  allowUnguarded?: boolean;
+  waitMs?: number;
+};
+
+/** The request headers structure the HTTP surface reads. */
+export type HeaderBag = Readonly<Record<string, string | string[] | undefined>>;
+
+/** The least of a request: functions-framework, Express and `node:http` all fit it. */
+export interface Req {
+  /** Parsed by a body parser (object), raw (Buffer/string), or absent: then the stream is read. */
+  body?: unknown;
+  readonly headers?: HeaderBag;
+  readonly readableEnded?: boolean;
+  [Symbol.asyncIterator]?(): AsyncIterator<unknown>;
+}
+
+/** The least of a response: enough to send a status and a short text. */
+export interface Res {
+  statusCode: number;
+  readonly headersSent?: boolean;
+  readonly writableEnded?: boolean;
+  setHeader?(name: string, value: string): unknown;
+  end(chunk?: string): unknown;
+}
+
+/** What the HTTP surface's key function receives. */
+export interface PushRequest<Q extends Req = Req> {
+  readonly message: PushMessage;
+  readonly req: Q;
+}
+
+/** `idempotentHttp` options: the gateway's plus the body size limit for unparsed requests. */
+export type HttpGatewayOptions<Q extends Req = Req> = GatewayOptions<PushRequest<Q>> & {
+  /** Largest body read from an unparsed request; default 10 MiB (413 beyond). */
+  maxBodyBytes?: number;
+};
+
+export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+const DISABLED_ENV = "GCP_PUBSUB_IDEMPOTENCY_DISABLED";
+let warnedDisabled = false;
+
+/** Read at call time so a test or an operator can flip it without a restart. */
+export function gatewayDisabled(): boolean {
+  const value = process.env[DISABLED_ENV]?.trim().toLowerCase();
+  return value === "1" || value === "true" || value === "yes" || value === "on";
+}
+
+function warnDisabledOnce(logger: Logger): void {
+  if (warnedDisabled) return;
+  warnedDisabled = true;
+  logger.warn(`${DISABLED_ENV} is set: the idempotency gateway is a pass-through`, {
+    outcome: "disabled",
+  });
+}
+
+/** Test hook: forget that the disabled warning was written. */
+export function resetDisabledWarning(): void {
+  warnedDisabled = false;
+}
+
+/**
+ * Catch a wiring mistake when the function is built (at deploy), not on the first message
+ * (as a nack loop). No I/O: the disabled switch must be able to skip the store entirely.
+ */
+function checkWiring(surface: string, options: unknown, handler: unknown): void {
+  if (options === null || typeof options !== "object") {
+    throw new InvalidConfiguration(`${surface}() needs an options object with a backend`);
+  }
+  const { backend, key, onDuplicate } = options as Record<string, unknown>;
+  const b = backend as Record<string, unknown> | null | undefined;
+  if (
+    b === null ||
+    typeof b !== "object" ||
+    typeof b.claim !== "function" ||
+    typeof b.complete !== "function" ||
+    typeof b.release !== "function"
+  ) {
+    throw new InvalidConfiguration(
+      `${surface}() options.backend must implement claim, complete and release`,
+    );
+  }
+  if (key !== undefined && typeof key !== "function") {
+    throw new InvalidConfiguration(`${surface}() options.key must be a function`);
+  }
+  if (onDuplicate !== undefined && typeof onDuplicate !== "function") {
+    throw new InvalidConfiguration(`${surface}() options.onDuplicate must be a function`);
+  }
+  if (typeof handler !== "function") {
+    throw new InvalidConfiguration(`${surface}() needs a handler function`);
+  }
+}
+
+type Outcome =
+  | { kind: "ran" }
+  | { kind: "duplicate"; key: string }
+  | { kind: "in_progress"; error: InProgress }
+  | { kind: "unkeyed"; error: UnkeyedMessage }
+  | { kind: "failed"; error: unknown; fromBody: boolean };
+
+/**
+ * Resolve the key, run the handler under `lock`, and classify what happened, so each
+ * surface only maps an outcome to its own ack/nack or status.
+ */
+async function guard<I>(
+  options: GatewayOptions<I>,
+  input: I,
+  defaultKey: () => string | undefined,
+  run: () => unknown,
+  deliveryAttempt: number | undefined,
+): Promise<Outcome> {
+  const logger = options.logger ?? jsonLogger;
+  if (gatewayDisabled()) {
+    warnDisabledOnce(logger);
+    return runPlain(run);
+  }
+  let key: string | undefined;
+  try {
+    // A key function that throws is a bug in the caller: it propagates (nack), not unkeyed.
+    key = options.key ? options.key(input) : defaultKey();
+  } catch (error) {
+    return { kind: "failed", error, fromBody: false };
+  }
+  if (key === undefined || key === "") {
+    if (!options.allowUnguarded) {
+      const error = new UnkeyedMessage();
+      logger.warn("no idempotency key resolved; refusing the message", { outcome: "unkeyed" });
+      return { kind: "unkeyed", error };
+    }
+    logger.warn("no idempotency key resolved; running the handler unguarded", {
+      outcome: "unguarded",
+    });
+    return runPlain(run);
+  }
+
+  let bodyThrew = false;
+  try {
+    await lock(key, options, async () => {
+      try {
+        return await run();
+      } catch (error) {
+        bodyThrew = true;
+        throw error;
+      }
+    });
+    return { kind: "ran" };
+  } catch (error) {
+    // A Duplicate thrown by the handler itself (a nested lock) is the body's error.
+    if (!bodyThrew && error instanceof Duplicate) {
+      logger.info("duplicate delivery skipped", { key, outcome: "duplicate" });
+      if (options.onDuplicate) {
+        try {
+          options.onDuplicate(key);
+        } catch (hookError) {
+          logger.error("onDuplicate hook threw; the message is still acked", {
+            key,
+            outcome: "hook_failed",
+            error: errorText(hookError),
+          });
+        }
+      }
+      return { kind: "duplicate", key };
+    }
+    if (!bodyThrew && error instanceof InProgress) {
+      // One line, no stack: contention is expected under redelivery and must not page anyone.
+      logger.warn("key held by another delivery; nacking for a later redelivery", {
+        key: error.key,
+        outcome: "in_progress",
+        ...(error.leaseExpiresAt === undefined
+          ? {}
+          : { leaseExpiresAt: new Date(error.leaseExpiresAt).toISOString() }),
+        ...(deliveryAttempt === undefined ? {} : { deliveryAttempt }),
+      });
+      return { kind: "in_progress", error };
+    }
+    return { kind: "failed", error, fromBody: bodyThrew };
+  }
+}
+
+async function runPlain(run: () => unknown): Promise<Outcome> {
+  try {
+    await run();
+    return { kind: "ran" };
+  } catch (error) {
+    return { kind: "failed", error, fromBody: true };
+  }
+}
+
+/**
+ * Wrap a functions-framework `cloudEvent` function. It resolves on success or a
+ * duplicate (204, ack) and rejects otherwise (500, nack): a `cloudEvent` function cannot
+ * pick its status, so contention is a 500 here — use {@link idempotentHttp} for a 503.
+ *
+ * @example
+ * ```ts
+ * cloudEvent("orders", idempotent({ backend }, async (event) => handle(parseCloudEvent(event))));
+ * ```
+ */
+export function idempotent<E extends CloudEventLike = CloudEventLike>(
+  options: GatewayOptions<E>,
+  handler: (event: E) => unknown,
+): (event: E) => Promise<void> {
+  checkWiring("idempotent", options, handler);
+  return async (event) => {
+    const outcome = await guard(
+      options,
+      event,
+      () => cloudEventMessageId(event),
+      () => handler(event),
+      cloudEventDeliveryAttempt(event),
+    );
+    switch (outcome.kind) {
+      case "ran":
+      case "duplicate":
+        return;
+      case "in_progress":
+      case "unkeyed":
+        // functions-framework prints err.stack for every throw; contention is routine, so
+        // keep that to the message's one line instead of a stack trace.
+        trimStack(outcome.error);
+        throw outcome.error;
+      case "failed":
+        throw outcome.error;
+    }
+  };
+}
+
+function trimStack(error: Error): void {
+  try {
+    error.stack = `${error.name}: ${error.message}`;
+  } catch {
+    // A non-writable stack keeps its lines; the gateway's own warning is still one line.
+  }
+}
+
+/** Send a status and a one-line text unless a response is already on its way. */
+function send(res: Res, status: number, text?: string): void {
+  if (res.headersSent || res.writableEnded) return;
+  res.statusCode = status;
+  if (text === undefined) {
+    res.end();
+    return;
+  }
+  res.setHeader?.("content-type", "text/plain; charset=utf-8");
+  res.end(`${text}\n`);
+}
+
+class BodyTooLarge extends Error {}
+
+/** The push body: as parsed by a framework, or read from the stream under a size limit. */
+async function readBody(req: Req, limit: number): Promise<unknown> {
+  const { body } = req;
+  if (body !== undefined) return body;
+  const iterate = req[Symbol.asyncIterator];
+  if (typeof iterate !== "function" || req.readableEnded) return undefined;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  // Keep draining past the limit rather than destroying the stream, so the 413 reaches the client.
+  for await (const chunk of req as AsyncIterable<unknown>) {
+    const bytes =
+      typeof chunk === "string"
+        ? Buffer.from(chunk, "utf8")
+        : chunk instanceof Uint8Array
+          ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+          : Buffer.alloc(0);
+    size += bytes.byteLength;
+    if (size > limit) tooLarge = true;
+    if (!tooLarge) chunks.push(bytes);
+  }
+  if (tooLarge) throw new BodyTooLarge(`the push body exceeds ${limit} bytes`);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Wrap a Pub/Sub push endpoint: a functions-framework `http` function, an Express
+ * handler, or a `node:http` request listener. Success or duplicate → 204; contention →
+ * 503; the handler threw → 500; no key → 400; a malformed push body → 400 with a reason.
+ * A handler that sends its own response keeps it.
+ *
+ * @example
+ * ```ts
+ * app.post("/push", idempotentHttp({ backend }, async (message) => handle(message.json())));
+ * ```
+ */
+export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
+  options: HttpGatewayOptions<Q>,
+  handler: (message: PushMessage, req: Q, res: S) => unknown,
+): (req: Q, res: S) => Promise<void> {
+  checkWiring("idempotentHttp", options, handler);
+  const { maxBodyBytes } = options;
+  if (
+    maxBodyBytes !== undefined &&
+    (typeof maxBodyBytes !== "number" || !Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0)
+  ) {
+    throw new InvalidConfiguration(
+      "idempotentHttp() options.maxBodyBytes must be a positive integer",
+    );
+  }
+  const logger = options.logger ?? jsonLogger;
+  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  return async (req, res) => {
+    let message: PushMessage;
+    try {
+      message = parsePushBody(await readBody(req, limit));
+    } catch (error) {
+      if (error instanceof BodyTooLarge) {
+        logger.warn(error.message, { outcome: "too_large" });
+        send(res, 413, error.message);
+        return;
+      }
+      const reason = error instanceof MalformedMessage ? error.message : errorText(error);
+      logger.warn(reason, { outcome: "malformed" });
+      send(res, 400, oneLine(reason));
+      return;
+    }
+    const outcome = await guard(
+      options,
+      { message, req },
+      () => message.messageId,
+      () => handler(message, req, res),
+      message.deliveryAttempt,
+    );
+    switch (outcome.kind) {
+      case "ran":
+      case "duplicate":
+        send(res, 204);
+        return;
+      case "in_progress":
+        send(res, 503, outcome.error.message);
+        return;
+      case "unkeyed":
+        send(res, 400, outcome.error.message);
+        return;
+      case "failed":
+        logFailure(logger, outcome, message.messageId);
+        // The reason stays in the log: a 500 body must not leak internals to the caller.
+        send(res, 500, "the handler failed; the message will be redelivered");
+        return;
+    }
+  };
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").slice(0, 300);
+}
+
+function logFailure(
+  logger: Logger,
+  outcome: { error: unknown; fromBody: boolean },
+  messageId: string,
+): void {
+  logger.error(
+    outcome.fromBody ? "the handler threw; nacking" : "the gateway failed before the handler",
+    {
+      messageId,
+      outcome: "failed",
+      error: errorText(outcome.error),
+      ...(outcome.error instanceof Error && outcome.error.stack
+        ? { stack: outcome.error.stack }
+        : {}),
+    },
+  );
+}
+
+/**
+ * Wrap a pull subscriber's `message` listener. Acks on success or duplicate; nacks on
+ * contention, a handler error or no key. Never rejects: `subscription.on("message")`
+ * ignores promises, so every failure is logged instead.
+ *
+ * Note: `nack()` redelivers at once unless the subscription has a retry policy; give
+ * it one so contention does not spin.
+ *
+ * @example
+ * ```ts
+ * subscription.on("message", idempotentMessage({ backend }, async (m) => handle(m.data)));
+ * ```
+ */
+export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike>(
+  options: GatewayOptions<M>,
+  handler: (message: M) => unknown,
+): (message: M) => Promise<void> {
+  checkWiring("idempotentMessage", options, handler);
+  const logger = options.logger ?? jsonLogger;
+  return async (message) => {
+    let messageId = "";
+    try {
+      const id = typeof message?.id === "string" ? message.id : undefined;
+      messageId = id ?? "";
+      const attempt = message?.deliveryAttempt;
+      const outcome = await guard(
+        options,
+        message,
+        () => id,
+        () => handler(message),
+        typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
+      );
+      switch (outcome.kind) {
+        case "ran":
+        case "duplicate":
+          message.ack();
+          return;
+        case "in_progress":
+        case "unkeyed":
+          message.nack();
+          return;
+        case "failed":
+          logFailure(logger, outcome, messageId);
+          message.nack();
+          return;
+      }
+    } catch (error) {
+      // Only ack()/nack() themselves can land here; an unhandled rejection would crash the worker.
+      logger.error("settling the message failed", {
+        messageId,
+        outcome: "settle_failed",
+        error: errorText(error),
+      });
+    }
+  };
+}

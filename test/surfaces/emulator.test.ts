@@ -1,0 +1,135 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createServer as createHttpServer } from "node:http";
+import { createServer } from "node:net";
+import { type Message, PubSub } from "@google-cloud/pubsub";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InMemoryLock } from "../../src/backends/memory/index.js";
+import { idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
+import { capturingLogger, listen } from "./helpers.js";
+
+const hasGcloud = spawnSync("gcloud", ["--version"], { stdio: "ignore" }).status === 0;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const address = server.address();
+  await new Promise<void>((done) => server.close(() => done()));
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+async function until(check: () => boolean | Promise<boolean>, ms: number, what: string) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe.skipIf(!hasGcloud)("against the Pub/Sub emulator", () => {
+  let emulator: ChildProcess | undefined;
+  let pubsub: PubSub;
+  let host = "";
+  // Message ids restart with each emulator run: give each run its own names and backend.
+  const run = `r${Date.now().toString(36)}`;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    host = `127.0.0.1:${port}`;
+    emulator = spawn(
+      "gcloud",
+      ["beta", "emulators", "pubsub", "start", `--host-port=${host}`, "--project=test-project"],
+      { detached: true, stdio: "ignore" },
+    );
+    await until(
+      async () => {
+        try {
+          return (await fetch(`http://${host}/`)).ok;
+        } catch {
+          return false;
+        }
+      },
+      60_000,
+      "the emulator",
+    );
+    pubsub = new PubSub({ projectId: "test-project", apiEndpoint: host, emulatorMode: true });
+  });
+
+  afterAll(async () => {
+    await pubsub?.close();
+    // gcloud starts java as a child: end the whole process group we created.
+    if (emulator?.pid !== undefined) {
+      try {
+        process.kill(-emulator.pid, "SIGTERM");
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+
+  it("pull: a duplicate order runs once, a failed message is redelivered and then acked", async () => {
+    const [topic] = await pubsub.createTopic(`pull-${run}`);
+    const [subscription] = await topic.createSubscription(`pull-${run}-sub`, {
+      ackDeadlineSeconds: 10,
+      retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 2 } },
+    });
+    const logger = capturingLogger();
+    const runs: string[] = [];
+    let failuresLeft = 1;
+    const onMessage = idempotentMessage<Message>(
+      { backend: new InMemoryLock(), logger, key: (m) => m.attributes.orderId },
+      (m) => {
+        const order = m.attributes.orderId ?? "";
+        if (order === "flaky" && failuresLeft-- > 0) throw new Error("transient");
+        runs.push(order);
+      },
+    );
+    subscription.on("message", onMessage);
+    try {
+      await topic.publishMessage({ data: Buffer.from("a"), attributes: { orderId: "o-1" } });
+      await topic.publishMessage({ data: Buffer.from("a"), attributes: { orderId: "o-1" } });
+      await topic.publishMessage({ data: Buffer.from("b"), attributes: { orderId: "flaky" } });
+      await until(() => runs.includes("o-1") && runs.includes("flaky"), 20_000, "the messages");
+      // Give a wrongly unacked duplicate time to come back.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(runs.sort()).toEqual(["flaky", "o-1"]);
+      expect(logger.at("ERROR").map((l) => l.fields.error)).toEqual(["Error: transient"]);
+    } finally {
+      subscription.removeListener("message", onMessage);
+      await subscription.close();
+    }
+  });
+
+  it("push: the emulator's push envelope is parsed and a failure is retried", async () => {
+    const logger = capturingLogger();
+    const seen: { id: string; text: string; subscription: string | undefined }[] = [];
+    let failuresLeft = 1;
+    const fn = idempotentHttp({ backend: new InMemoryLock(), logger }, (m) => {
+      if (failuresLeft-- > 0) throw new Error("transient");
+      seen.push({ id: m.messageId, text: m.text(), subscription: m.subscription });
+    });
+    const server = await listen(createHttpServer((req, res) => void fn(req, res)));
+    try {
+      const [topic] = await pubsub.createTopic(`push-${run}`);
+      await topic.createSubscription(`push-${run}-sub`, {
+        pushConfig: { pushEndpoint: server.url },
+        retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 2 } },
+      });
+      const id = await topic.publishMessage({ json: { hello: "push" } });
+      await until(() => seen.length > 0, 20_000, "the push delivery");
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(seen).toEqual([
+        {
+          id,
+          text: '{"hello":"push"}',
+          subscription: `projects/test-project/subscriptions/push-${run}-sub`,
+        },
+      ]);
+      // The first delivery got a 500; the emulator redelivered it and the second one ran.
+      expect(logger.at("ERROR").map((l) => l.fields.error)).toEqual(["Error: transient"]);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,110 @@
+import { Buffer } from "node:buffer";
+import { describe, expect, it } from "vitest";
+import { MalformedMessage } from "../../src/core/errors.js";
+import {
+  cloudEventMessageId,
+  parseCloudEvent,
+  parseEnvelope,
+  parsePubSubMessage,
+  parsePushBody,
+} from "../../src/surfaces/index.js";
+import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
+
+describe("the envelope parser", () => {
+  it("reads a raw push body in camelCase and snake_case", () => {
+    const m = parsePushBody({
+      message: {
+        data: Buffer.from('{"a":1}').toString("base64"),
+        attributes: { k: "v" },
+        message_id: "42",
+        publish_time: "2024-01-02T03:04:05.678Z",
+        orderingKey: "o",
+      },
+      subscription: "projects/p/subscriptions/s",
+      deliveryAttempt: 2,
+    });
+    expect(m.messageId).toBe("42");
+    expect(m.json<{ a: number }>().a).toBe(1);
+    expect(m.attributes).toEqual({ k: "v" });
+    expect(m.publishTime).toBe("2024-01-02T03:04:05.678Z");
+    expect(m.orderingKey).toBe("o");
+    expect(m.deliveryAttempt).toBe(2);
+    expect(m.subscription).toBe("projects/p/subscriptions/s");
+  });
+
+  it("accepts a JSON string or bytes, and a message without data", () => {
+    const body = pushBody("hi", { messageId: "7" });
+    expect(parsePushBody(JSON.stringify(body)).text()).toBe("hi");
+    expect(parsePushBody(Buffer.from(JSON.stringify(body))).text()).toBe("hi");
+    const empty = parsePushBody({ message: { messageId: "8", attributes: { only: "attrs" } } });
+    expect(empty.data.byteLength).toBe(0);
+    expect("deliveryAttempt" in empty).toBe(false);
+  });
+
+  it("reads a structured CloudEvent and one converted by functions-framework", () => {
+    const event = structuredCloudEvent("ce", { messageId: "9" });
+    expect(parseCloudEvent(event).text()).toBe("ce");
+    // The shape functions-framework makes of a raw push body: no subscription.
+    const converted = {
+      type: "google.cloud.pubsub.topic.v1.messagePublished",
+      data: { message: { "@type": "x", data: "Y2U=", attributes: {}, messageId: "10" } },
+    };
+    const m = parseCloudEvent(converted);
+    expect(m.messageId).toBe("10");
+    expect(m.subscription).toBeUndefined();
+    expect(cloudEventMessageId(converted)).toBe("10");
+  });
+
+  it("rejects a CloudEvent of another type", () => {
+    expect(() =>
+      parseCloudEvent({ type: "google.cloud.storage.object.v1.finalized", data: {} }),
+    ).toThrow(/is not google.cloud.pubsub.topic.v1.messagePublished/);
+  });
+
+  it("reads a pull Message", () => {
+    const m = parsePubSubMessage(fakeMessage({ z: 1 }, { messageId: "11", deliveryAttempt: 5 }));
+    expect(m.json()).toEqual({ z: 1 });
+    expect(m.publishTime).toBeInstanceOf(Date);
+    expect(m.deliveryAttempt).toBe(5);
+  });
+
+  it("detects the shape", () => {
+    expect(parseEnvelope(fakeMessage("a", { messageId: "p" })).messageId).toBe("p");
+    expect(parseEnvelope(structuredCloudEvent("a", { messageId: "c" })).messageId).toBe("c");
+    expect(parseEnvelope(pushBody("a", { messageId: "r" })).messageId).toBe("r");
+  });
+
+  it("json() on a non-JSON payload throws MalformedMessage", () => {
+    expect(() => parsePushBody(pushBody("not json")).json()).toThrow(MalformedMessage);
+  });
+
+  it("accepts unpadded url-safe base64 but not other characters", () => {
+    const urlSafe = Buffer.from([0xfb, 0xff]).toString("base64url");
+    expect([...parsePushBody({ message: { messageId: "1", data: urlSafe } }).data]).toEqual([
+      0xfb, 0xff,
+    ]);
+    expect(() => parsePushBody({ message: { messageId: "1", data: "a b" } })).toThrow(/base64/);
+    expect(() => parsePushBody({ message: { messageId: "1", data: "abcde" } })).toThrow(/base64/);
+    expect(parsePushBody({ message: { messageId: "1", data: "aGk" } }).text()).toBe("hi");
+    expect(() => parsePushBody({ message: { messageId: "1", data: "aGk=x" } })).toThrow(/base64/);
+  });
+
+  it("every reason is a single line that starts the same way", () => {
+    const bad = [
+      undefined,
+      "",
+      "{",
+      [],
+      { message: { messageId: "1", attributes: { "a\nb": 3 } } },
+    ];
+    for (const body of bad) {
+      try {
+        parsePushBody(body);
+        expect.unreachable();
+      } catch (error) {
+        expect(error).toBeInstanceOf(MalformedMessage);
+        expect((error as Error).message).toMatch(/^malformed Pub\/Sub message: [^\n]+$/);
+      }
+    }
+  });
+});

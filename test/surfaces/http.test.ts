@@ -1,0 +1,244 @@
+import { Buffer } from "node:buffer";
+import { createServer } from "node:http";
+import { http } from "@google-cloud/functions-framework";
+import { getTestServer } from "@google-cloud/functions-framework/testing";
+import express from "express";
+import { afterEach, describe, expect, it } from "vitest";
+import { InMemoryLock } from "../../src/backends/memory/index.js";
+import type { Logger } from "../../src/core/types.js";
+import { idempotentHttp, type Req, type Res } from "../../src/surfaces/index.js";
+import { pushBody } from "../../src/testing/push-simulator.js";
+import { capturingLogger, gate, listen, post } from "./helpers.js";
+
+const closers: (() => Promise<void>)[] = [];
+const unhandled: unknown[] = [];
+process.on("unhandledRejection", (reason) => unhandled.push(reason));
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((c) => c()));
+  // A malformed body must never leave a rejected promise behind (it would crash a server).
+  expect(unhandled).toEqual([]);
+});
+
+type Handler = (req: Req, res: Res) => Promise<void>;
+
+/** The same gateway mounted three ways; each returns the URL to POST to. */
+let registered = 0;
+const mounts: Record<string, (fn: Handler) => Promise<string>> = {
+  "functions-framework http": async (fn) => {
+    const name = `push${++registered}`;
+    http(name, fn);
+    const s = await listen(getTestServer(name));
+    closers.push(s.close);
+    return s.url;
+  },
+  "express json": async (fn) => {
+    const app = express();
+    app.use(express.json());
+    app.post("/push", fn);
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    return `${s.url}push`;
+  },
+  "express raw": async (fn) => {
+    const app = express();
+    app.use(express.raw({ type: "*/*" }));
+    app.post("/push", fn);
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    return `${s.url}push`;
+  },
+  "express text": async (fn) => {
+    const app = express();
+    app.use(express.text({ type: "*/*" }));
+    app.post("/push", fn);
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    return `${s.url}push`;
+  },
+  "node:http": async (fn) => {
+    const s = await listen(createServer((req, res) => void fn(req, res)));
+    closers.push(s.close);
+    return s.url;
+  },
+};
+
+function gateway(logger: Logger, backend = new InMemoryLock()) {
+  const calls: string[] = [];
+  const fn = idempotentHttp({ backend, logger }, async (message) => {
+    calls.push(message.messageId);
+    if (message.text() === "fail") throw new Error("boom");
+    if (message.text() === "slow") await slowGate.promise;
+  });
+  return { fn, calls, backend };
+}
+let slowGate = gate();
+
+describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
+  const mount = mounts[mountName]!;
+
+  it("204 on success and on a duplicate, which skips the handler", async () => {
+    const logger = capturingLogger();
+    const { fn, calls } = gateway(logger);
+    const url = await mount(fn);
+    const body = pushBody({ order: 7 }, { messageId: "m-1", snakeCase: true });
+    expect((await post(url, body)).status).toBe(204);
+    expect((await post(url, body)).status).toBe(204);
+    expect(calls).toEqual(["m-1"]);
+  });
+
+  it("503 and one warning line on contention", async () => {
+    const logger = capturingLogger();
+    slowGate = gate();
+    const { fn, calls } = gateway(logger);
+    const url = await mount(fn);
+    const body = pushBody("slow", { messageId: "m-2", deliveryAttempt: 3 });
+    const first = post(url, body);
+    while (calls.length === 0) await new Promise((r) => setTimeout(r, 5));
+    const second = await post(url, body);
+    expect(second.status).toBe(503);
+    slowGate.open();
+    expect((await first).status).toBe(204);
+    const warnings = logger.at("WARNING");
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.fields).toMatchObject({ key: "m-2", deliveryAttempt: 3 });
+    expect(warnings[0]?.fields.leaseExpiresAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it("500 when the handler throws, and the redelivery runs again", async () => {
+    const logger = capturingLogger();
+    const { fn, calls } = gateway(logger);
+    const url = await mount(fn);
+    const body = pushBody("fail", { messageId: "m-3" });
+    expect((await post(url, body)).status).toBe(500);
+    expect((await post(url, body)).status).toBe(500);
+    expect(calls).toEqual(["m-3", "m-3"]);
+    expect(logger.at("ERROR")).toHaveLength(2);
+  });
+
+  it("400 when no key resolves", async () => {
+    const logger = capturingLogger();
+    const fn = idempotentHttp(
+      { backend: new InMemoryLock(), logger, key: () => undefined },
+      () => {},
+    );
+    const url = await mount(fn);
+    const response = await post(url, pushBody("x"));
+    expect(response.status).toBe(400);
+    expect(response.text).toContain("no idempotency key");
+  });
+
+  it.each(malformedBodies())("400 for a malformed body: %s", async (_name, body, contentType) => {
+    const logger = capturingLogger();
+    const { fn, calls } = gateway(logger);
+    const url = await mount(fn);
+    const response = await post(url, body, { "content-type": contentType });
+    expect(response.status).toBe(400);
+    expect(calls).toEqual([]);
+    // express.json() rejects non-object JSON itself, with its own HTML page, before the gateway.
+    // functions-framework does the same for bodies that are not JSON at all.
+    if (response.text.startsWith("<!DOCTYPE") && mountName !== "node:http") return;
+    expect(response.text.trim()).toMatch(/^malformed Pub\/Sub message: /);
+    expect(response.text.trim().split("\n")).toHaveLength(1);
+  });
+});
+
+/** [name, raw body text, content type]: none of these may ever get a 2xx. */
+function malformedBodies(): [string, string, string][] {
+  const json = (v: unknown) => JSON.stringify(v);
+  const ok = { data: Buffer.from("x").toString("base64"), messageId: "1" };
+  const cases: [string, string][] = [
+    ["not JSON", "{not json"],
+    ["empty body", ""],
+    ["whitespace body", "   "],
+    ["JSON null", "null"],
+    ["JSON array", json([ok])],
+    ["JSON string", json("hello")],
+    ["JSON number", "42"],
+    ["no message", json({ subscription: "s" })],
+    ["message is a string", json({ message: "hi" })],
+    ["message is an array", json({ message: [ok] })],
+    ["message is null", json({ message: null })],
+    ["data not base64", json({ message: { ...ok, data: "***" } })],
+    ["data is a number", json({ message: { ...ok, data: 12 } })],
+    ["messageId missing", json({ message: { data: ok.data } })],
+    ["messageId a number", json({ message: { data: ok.data, messageId: 12 } })],
+    ["messageId empty", json({ message: { data: ok.data, messageId: "" } })],
+    ["messageId and message_id disagree", json({ message: { ...ok, message_id: "2" } })],
+    ["attributes an array", json({ message: { ...ok, attributes: ["a"] } })],
+    ["attribute not a string", json({ message: { ...ok, attributes: { a: 1 } } })],
+    ["attributes a string", json({ message: { ...ok, attributes: "a=b" } })],
+    ["publishTime not a timestamp", json({ message: { ...ok, publishTime: "yesterday" } })],
+    ["publishTime a number", json({ message: { ...ok, publishTime: 5 } })],
+    ["orderingKey a number", json({ message: { ...ok, orderingKey: 5 } })],
+    ["deliveryAttempt a string", json({ message: ok, deliveryAttempt: "2" })],
+    ["deliveryAttempt a fraction", json({ message: ok, deliveryAttempt: 1.5 })],
+    ["deliveryAttempt negative", json({ message: ok, deliveryAttempt: -1 })],
+    ["subscription a number", json({ message: ok, subscription: 3 })],
+  ];
+  return cases.map(([name, body]) => [name, body, "application/json"]);
+}
+
+describe("idempotentHttp details", () => {
+  it("reads an unparsed body up to the limit and answers 413 beyond it", async () => {
+    const logger = capturingLogger();
+    let calls = 0;
+    const fn = idempotentHttp({ backend: new InMemoryLock(), logger, maxBodyBytes: 1024 }, () => {
+      calls += 1;
+    });
+    const s = await listen(createServer((req, res) => void fn(req, res)));
+    closers.push(s.close);
+    expect((await post(s.url, pushBody("small"))).status).toBe(204);
+    const big = await post(s.url, pushBody("y".repeat(4096)));
+    expect(big.status).toBe(413);
+    expect(calls).toBe(1);
+    // The server survived and keeps answering.
+    expect((await post(s.url, pushBody("again"))).status).toBe(204);
+  });
+
+  it("keeps a response the handler sent itself", async () => {
+    const fn = idempotentHttp(
+      { backend: new InMemoryLock(), logger: capturingLogger() },
+      (message, _req, res) => {
+        res.statusCode = 200;
+        res.end(`handled ${message.messageId}`);
+      },
+    );
+    const s = await listen(createServer((req, res) => void fn(req, res)));
+    closers.push(s.close);
+    const response = await post(s.url, pushBody("x", { messageId: "own" }));
+    expect(response).toEqual({ status: 200, text: "handled own" });
+  });
+
+  it("types: the handler sees the framework's own request and response types", async () => {
+    const app = express();
+    app.use(express.json());
+    let path = "";
+    app.post(
+      "/push",
+      idempotentHttp(
+        { backend: new InMemoryLock(), logger: capturingLogger() },
+        (_message, req: express.Request, res: express.Response) => {
+          path = req.path;
+          res.status(202).send("taken");
+        },
+      ),
+    );
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    expect(await post(`${s.url}push`, pushBody("x"))).toEqual({ status: 202, text: "taken" });
+    expect(path).toBe("/push");
+  });
+
+  it("a store error before the work gives 500", async () => {
+    const backend = new InMemoryLock();
+    backend.claim = () => Promise.reject(new Error("store down"));
+    const logger = capturingLogger();
+    const fn = idempotentHttp({ backend, logger }, () => {});
+    const s = await listen(createServer((req, res) => void fn(req, res)));
+    closers.push(s.close);
+    const response = await post(s.url, pushBody("x"));
+    expect(response.status).toBe(500);
+    expect(response.text).not.toContain("store down");
+    expect(logger.at("ERROR")[0]?.fields.error).toContain("store down");
+  });
+});

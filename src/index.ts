@@ -29,3 +29,4 @@ export type {
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs.js";
+export * from "./surfaces/index.js";

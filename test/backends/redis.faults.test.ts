@@ -1,0 +1,115 @@
+import { createClient } from "@redis/client";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { RedisLock } from "../../src/backends/redis/index.js";
+import { BackendError, Duplicate, lock } from "../../src/index.js";
+import { type RedisServer, startRedisServer } from "../harness/redis.js";
+
+// Fault tests run on a redis-server of their own: the shared one is never disturbed.
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const silent = { info() {}, warn() {}, error() {} };
+
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe("RedisLock when the connection is lost mid-run", () => {
+  it("ioredis: calls in flight reject, later ones succeed, a surviving DONE key stays done", async () => {
+    const client = new Redis(server.port, "127.0.0.1", {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      // Slow enough that a call made between the drop and the reconnect meets no connection.
+      retryStrategy: () => 300,
+    });
+    const admin = new Redis(server.port, "127.0.0.1");
+    await until(() => client.status === "ready", "ioredis to connect");
+    try {
+      const backend = new RedisLock({ client, prefix: "faults-io:" });
+      const options = { backend, leaseMs: 5_000, logger: silent };
+      let bodies = 0;
+      await lock("order-1", options, () => {
+        bodies++;
+      });
+
+      // Kill every client socket but the admin's while a lock() is in flight.
+      const inFlight = lock("order-2", options, () => {
+        bodies++;
+      });
+      await admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+      // order-2 may have landed before the kill: either way it settles and never hangs.
+      await Promise.allSettled([inFlight]);
+      await until(() => client.status !== "ready", "ioredis to notice the drop");
+      const afterKill = lock("order-3", options, () => {
+        bodies++;
+      });
+      await expect(afterKill).rejects.toBeInstanceOf(BackendError);
+      await expect(afterKill).rejects.toThrow(/redis claim failed for key "order-3"/);
+
+      await until(() => client.status === "ready", "ioredis to reconnect");
+      await expect(
+        lock("order-1", options, () => {
+          bodies++;
+        }),
+      ).rejects.toBeInstanceOf(Duplicate);
+      const before = bodies;
+      await lock("order-4", options, () => {
+        bodies++;
+      });
+      expect(bodies).toBe(before + 1);
+    } finally {
+      client.disconnect();
+      admin.disconnect();
+    }
+  });
+
+  it("node-redis: a killed socket rejects the call, the reconnected client carries on", async () => {
+    const client = createClient({
+      url: server.url,
+      disableOfflineQueue: true,
+      socket: { reconnectStrategy: () => 300 },
+    });
+    let dropped = false;
+    client.on("error", () => {
+      dropped = true; // the socket closed under it: expected here, it reconnects
+    });
+    const admin = new Redis(server.port, "127.0.0.1");
+    await client.connect();
+    try {
+      const backend = new RedisLock({ client, prefix: "faults-nr:" });
+      const options = { backend, leaseMs: 5_000, logger: silent };
+      await lock("order-1", options, () => {});
+      await admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+      // node-redis reconnects at once, so a call just after the kill may ride the new socket;
+      // when it does fail, it fails loudly as a BackendError and its body never runs.
+      const body = vi.fn();
+      const outcome = await lock("order-2", options, body).then(
+        () => "ran",
+        (error: unknown) => error,
+      );
+      if (outcome === "ran") expect(body).toHaveBeenCalledTimes(1);
+      else {
+        expect(outcome).toBeInstanceOf(BackendError);
+        expect(body).not.toHaveBeenCalled();
+      }
+      await until(() => dropped, "node-redis to report the drop");
+      await until(() => client.isReady, "node-redis to reconnect");
+      await expect(lock("order-1", options, () => {})).rejects.toBeInstanceOf(Duplicate);
+      await expect(lock("order-5", options, () => "ran")).resolves.toBe("ran");
+    } finally {
+      await client.close?.().catch(() => {});
+      admin.disconnect();
+    }
+  });
+});

@@ -38,7 +38,7 @@ export interface PgResultLike {
 
 /** The part of a mysql2/promise `Pool` (or `Connection`) SqlLock uses. */
 export interface MysqlQueryable {
-  execute(sql: string, values: unknown[]): Promise<[unknown, unknown]>;
+  execute(sql: string, values: Array<string | number | Buffer>): Promise<[unknown, unknown]>;
   query(sql: string): Promise<[unknown, unknown]>;
 }
 
@@ -103,7 +103,9 @@ export class SqlLock implements LockBackend {
 
   constructor(options: SqlLockOptions) {
     if (options === null || typeof options !== "object" || options.client == null) {
-      throw new InvalidConfiguration("SqlLock needs { client }: a pg, mysql2 or better-sqlite3 client");
+      throw new InvalidConfiguration(
+        "SqlLock needs { client }: a pg, mysql2 or better-sqlite3 client",
+      );
     }
     this.client = options.client;
     this.dialect = options.dialect ?? detectDialect(options.client);
@@ -202,7 +204,7 @@ export class SqlLock implements LockBackend {
         // Without FOUND_ROWS an unchanged (already done) row counts 0: a retried complete.
         return (await this.mysqlRows("check", [k, fencingId, "done"])).length > 0;
       }
-      return this.sqlite("complete").run(key, fencingId, this.ttlMs).changes > 0;
+      return this.sqlite("complete").run({ key, fence: fencingId, ttl: this.ttlMs }).changes > 0;
     });
   }
 
@@ -210,8 +212,9 @@ export class SqlLock implements LockBackend {
     const { key, fencingId } = claim;
     await this.guard("release", key, async () => {
       if (this.dialect === "postgres") await this.pg("release", [key, fencingId, this.ttlMs]);
-      else if (this.dialect === "mysql") await this.mysql("release", [this.ttlMs, bytes(key), fencingId]);
-      else this.sqlite("release").run(key, fencingId, this.ttlMs);
+      else if (this.dialect === "mysql")
+        await this.mysql("release", [this.ttlMs, bytes(key), fencingId]);
+      else this.sqlite("release").run({ key, fence: fencingId, ttl: this.ttlMs });
     });
   }
 
@@ -224,11 +227,15 @@ export class SqlLock implements LockBackend {
       }
       if (this.dialect === "mysql") {
         const k = bytes(key);
-        if ((await this.mysql("renew", [leaseMs, leaseMs, this.ttlMs, k, fencingId])) > 0) return true;
+        if ((await this.mysql("renew", [leaseMs, leaseMs, this.ttlMs, k, fencingId])) > 0)
+          return true;
         // A renewal within the same millisecond changes nothing; still a live claim.
         return (await this.mysqlRows("check", [k, fencingId, "claimed"])).length > 0;
       }
-      return this.sqlite("renew").run(key, fencingId, leaseMs, this.ttlMs).changes > 0;
+      return (
+        this.sqlite("renew").run({ key, fence: fencingId, lease: leaseMs, ttl: this.ttlMs })
+          .changes > 0
+      );
     });
   }
 
@@ -243,7 +250,7 @@ export class SqlLock implements LockBackend {
         } else if (this.dialect === "mysql") {
           removed = await this.mysql("purge", []);
         } else {
-          removed = this.sqlite("purge").run(PURGE_BATCH).changes;
+          removed = this.sqlite("purge").run({ limit: PURGE_BATCH }).changes;
         }
         total += removed;
         if (removed < PURGE_BATCH) return total;
@@ -269,7 +276,9 @@ export class SqlLock implements LockBackend {
       await this.mysql("claim", [k, leaseMs, leaseMs, this.ttlMs, token, leaseMs]);
       row = (await this.mysqlRows("select", [k]))[0] as Row | undefined;
     } else {
-      row = this.sqlite("claim").get(key, leaseMs, this.ttlMs, token) as Row | undefined;
+      row = this.sqlite("claim").get({ key, lease: leaseMs, ttl: this.ttlMs, token }) as
+        | Row
+        | undefined;
     }
     if (row === undefined) throw new Error("the claim returned no row (purged mid-claim?)");
     const leaseExpiresAt = toNumber(row.lease_expires_at, "lease_expires_at");
@@ -295,13 +304,16 @@ export class SqlLock implements LockBackend {
   }
 
   /** Runs a mysql write; resolves to affectedRows. */
-  private async mysql(name: string, values: unknown[]): Promise<number> {
+  private async mysql(name: string, values: Array<string | number | Buffer>): Promise<number> {
     const [result] = await (this.client as MysqlQueryable).execute(this.text(name), values);
     const affected = (result as { affectedRows?: unknown }).affectedRows;
     return typeof affected === "number" ? affected : 0;
   }
 
-  private async mysqlRows(name: string, values: unknown[]): Promise<unknown[]> {
+  private async mysqlRows(
+    name: string,
+    values: Array<string | number | Buffer>,
+  ): Promise<unknown[]> {
     const [rows] = await (this.client as MysqlQueryable).execute(this.text(name), values);
     return Array.isArray(rows) ? rows : [];
   }
@@ -357,7 +369,11 @@ function detectDialect(client: SqlClient): SqlDialect {
 
 function assertClientFits(dialect: SqlDialect, client: SqlClient): void {
   const c = client as unknown as Record<string, unknown>;
-  const needs = { postgres: ["query"], mysql: ["execute", "query"], sqlite: ["prepare", "exec", "pragma"] };
+  const needs = {
+    postgres: ["query"],
+    mysql: ["execute", "query"],
+    sqlite: ["prepare", "exec", "pragma"],
+  };
   const missing = needs[dialect].filter((method) => typeof c[method] !== "function");
   if (missing.length > 0) {
     throw new InvalidConfiguration(
@@ -388,7 +404,8 @@ const bytes = (key: string): Buffer => Buffer.from(key, "utf8");
 /** pg returns int8 as a string, mysql2 may too: bring every BIGINT back as a safe number. */
 function toNumber(value: unknown, column: string): number {
   const n = typeof value === "bigint" ? Number(value) : Number(value);
-  if (!Number.isSafeInteger(n)) throw new Error(`${column} is not a safe integer: ${String(value)}`);
+  if (!Number.isSafeInteger(n))
+    throw new Error(`${column} is not a safe integer: ${String(value)}`);
   return n;
 }
 

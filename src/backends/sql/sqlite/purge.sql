@@ -1,4 +1,4 @@
--- Delete up to ?1 expired records; the caller loops while batches are full. Read changes.
+-- Delete up to @limit expired records; the caller loops while batches are full. Read changes.
 DELETE FROM {{table}} WHERE rowid IN (
-  SELECT rowid FROM {{table}} WHERE expires_at <= CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) LIMIT ?1
+  SELECT rowid FROM {{table}} WHERE expires_at <= CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) LIMIT @limit
 )

@@ -14,8 +14,8 @@ const runName = () =>
 
 export function unavailable(name: string, reason: string): { ok: false; reason: string } {
   const text = `${name} unreachable (${reason})`;
-  if (process.env.CI) throw new Error(`${text}: CI requires every SQL backend to run`);
-  console.warn(`[sql tests] skipping ${name}: ${text}`);
+  // In CI the test file registers a failing test instead (so cleanup of the others still runs).
+  if (!process.env.CI) console.warn(`[sql tests] skipping ${name}: ${text}`);
   return { ok: false, reason: text };
 }
 

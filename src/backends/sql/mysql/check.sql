@@ -2,4 +2,4 @@
 -- ? key (bytes), ? fencing id, ? state. Returns one row (ok) or none.
 SELECT 1 AS ok FROM {{table}}
 WHERE `key` = ? AND fencing_id = ? AND state = ?
-  AND expires_at > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)
+  AND expires_at > (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)

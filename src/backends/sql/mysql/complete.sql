@@ -3,6 +3,6 @@
 -- ? ttl ms, ? key (bytes), ? fencing id. Read affectedRows: 1 completed; 0 means fenced out
 -- or (without FOUND_ROWS) a retried complete, which check.sql tells apart.
 UPDATE {{table}} SET
-  expires_at = IF(state = 'claimed', CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + ?, expires_at),
+  expires_at = IF(state = 'claimed', (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000) + ?, expires_at),
   state = 'done'
-WHERE `key` = ? AND fencing_id = ? AND expires_at > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)
+WHERE `key` = ? AND fencing_id = ? AND expires_at > (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)

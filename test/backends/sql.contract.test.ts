@@ -1,6 +1,7 @@
 import { fork } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { type SqlDialect, SqlLock } from "../../src/backends/sql/index.js";
 import { BackendError, InvalidConfiguration } from "../../src/core/errors.js";
@@ -231,6 +232,24 @@ describe.skipIf(!postgres.ok)("SqlLock postgres: round trips and failures", () =
     };
     console.info(`[sql tests] postgres statements per verb: ${JSON.stringify(counts)}`);
     expect(counts).toEqual({ held: 1, renew: 1, release: 1, claim: 1, complete: 1, duplicate: 1 });
+  });
+
+  it("works over a single pg Client too, and exposes its DDL", async () => {
+    const client = new pg.Client({ connectionString: postgres.ok ? postgres.value.url : "" });
+    await client.connect();
+    try {
+      const b = new SqlLock({ client, table: `public.${freshTable()}` });
+      expect(b.dialect).toBe("postgres");
+      expect(b.schemaSql).toContain(`CREATE TABLE IF NOT EXISTS "public"."${b.table.slice(7)}"`);
+      await b.ensureSchema();
+      await b.ensureSchema(); // idempotent
+      const claim = won(await b.claim("c", 60_000));
+      expect(await b.renew(claim, 60_000)).toBe(true);
+      expect(await b.complete(claim)).toBe(true);
+      expect(await b.claim("c", 60_000)).toEqual({ status: "done" });
+    } finally {
+      await client.end();
+    }
   });
 
   it("a connection terminated mid-claim rejects with BackendError; the next claim is sane", async () => {

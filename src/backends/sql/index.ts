@@ -158,6 +158,11 @@ export class SqlLock implements LockBackend {
     }
   }
 
+  /** The DDL `ensureSchema()` runs, for applying through your own migrations instead. */
+  get schemaSql(): string {
+    return this.text("schema");
+  }
+
   /** Create the table and its expires_at index when missing. */
   async ensureSchema(): Promise<void> {
     await this.guard("ensureSchema", undefined, async () => {

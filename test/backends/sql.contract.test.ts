@@ -360,7 +360,7 @@ describe("SqlLock sqlite: two OS processes on one WAL file", () => {
   it("admit exactly one winner per key", async () => {
     const [b] = await targets[2]!.make(60_000);
     const file = join(sqlite.dir, `${b!.table}.db`);
-    const keys = Array.from({ length: 300 }, (_, i) => `proc:${i}`);
+    const keys = Array.from({ length: 2000 }, (_, i) => `proc:${i}`);
     const children = [0, 1].map(() =>
       fork(join(here, "../harness/sqlite-child.ts"), [file, b!.table, "0"], {
         execArgv: ["--import", "tsx", "--import", join(here, "../harness/sql-text-loader.mjs")],
@@ -381,7 +381,8 @@ describe("SqlLock sqlite: two OS processes on one WAL file", () => {
           child.once("message", (m) => done((m as { statuses: string[] }).statuses));
         }),
     );
-    for (const child of children) child.send({ keys });
+    const startAt = Date.now() + 200;
+    for (const child of children) child.send({ keys, startAt });
     const [one, two] = await Promise.all(results);
     let winsOne = 0;
     for (let i = 0; i < keys.length; i++) {

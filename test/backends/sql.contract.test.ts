@@ -356,6 +356,28 @@ describe.skipIf(!mariadb.ok)("SqlLock mysql: round trips and failures", () => {
   });
 });
 
+describe("SqlLock sqlite: busy database", () => {
+  it("a claim that meets SQLITE_BUSY retries with backoff, then gives up with a BackendError", async () => {
+    const [b0] = await targets[2]!.make(60_000);
+    const file = `${b0!.table}.db`;
+    const db = sqlite.open(file);
+    db.pragma("busy_timeout = 1"); // kept as set: SqlLock only fills in a missing timeout
+    const b = new SqlLock({ client: db, table: b0!.table });
+    const blocker = sqlite.open(file);
+    blocker.exec("BEGIN IMMEDIATE");
+    setTimeout(() => blocker.exec("COMMIT"), 25);
+    expect(won(await b.claim("busy", 60_000)).fencingId).toBe(1);
+    blocker.exec("BEGIN IMMEDIATE");
+    const error = await b.claim("busy2", 60_000).catch((e: unknown) => e);
+    blocker.exec("ROLLBACK");
+    expect(error).toBeInstanceOf(BackendError);
+    expect((error as BackendError).cause).toMatchObject({
+      code: expect.stringMatching(/^SQLITE_BUSY/),
+    });
+    expect(won(await b.claim("busy2", 60_000)).fencingId).toBe(1);
+  });
+});
+
 describe("SqlLock sqlite: two OS processes on one WAL file", () => {
   it("admit exactly one winner per key", async () => {
     const [b] = await targets[2]!.make(60_000);

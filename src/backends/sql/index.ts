@@ -408,7 +408,7 @@ const bytes = (key: string): Buffer => Buffer.from(key, "utf8");
 
 /** pg returns int8 as a string, mysql2 may too: bring every BIGINT back as a safe number. */
 function toNumber(value: unknown, column: string): number {
-  const n = typeof value === "bigint" ? Number(value) : Number(value);
+  const n = Number(value);
   if (!Number.isSafeInteger(n))
     throw new Error(`${column} is not a safe integer: ${String(value)}`);
   return n;

@@ -1,0 +1,417 @@
+import { createHash, randomUUID } from "node:crypto";
+import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { BackendError, InvalidConfiguration } from "../../core/errors.js";
+import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
+import mysqlCheck from "./mysql/check.sql";
+import mysqlClaim from "./mysql/claim.sql";
+import mysqlComplete from "./mysql/complete.sql";
+import mysqlPurge from "./mysql/purge.sql";
+import mysqlRelease from "./mysql/release.sql";
+import mysqlRenew from "./mysql/renew.sql";
+import mysqlSchema from "./mysql/schema.sql";
+import mysqlSelect from "./mysql/select.sql";
+import pgClaim from "./postgres/claim.sql";
+import pgComplete from "./postgres/complete.sql";
+import pgPurge from "./postgres/purge.sql";
+import pgRelease from "./postgres/release.sql";
+import pgRenew from "./postgres/renew.sql";
+import pgSchema from "./postgres/schema.sql";
+import sqliteClaim from "./sqlite/claim.sql";
+import sqliteComplete from "./sqlite/complete.sql";
+import sqlitePurge from "./sqlite/purge.sql";
+import sqliteRelease from "./sqlite/release.sql";
+import sqliteRenew from "./sqlite/renew.sql";
+import sqliteSchema from "./sqlite/schema.sql";
+
+export type SqlDialect = "postgres" | "mysql" | "sqlite";
+
+/** The part of a pg `Pool` or `Client` SqlLock uses. */
+export interface PgQueryable {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<PgResultLike>;
+  query(text: string): Promise<unknown>;
+}
+export interface PgResultLike {
+  rows: Array<Record<string, unknown>>;
+  rowCount: number | null;
+}
+
+/** The part of a mysql2/promise `Pool` (or `Connection`) SqlLock uses. */
+export interface MysqlQueryable {
+  execute(sql: string, values: Array<string | number | Buffer>): Promise<[unknown, unknown]>;
+  query(sql: string): Promise<[unknown, unknown]>;
+}
+
+/** The part of a better-sqlite3 `Database` SqlLock uses. */
+export interface SqliteDatabaseLike {
+  prepare(source: string): SqliteStatementLike;
+  exec(source: string): unknown;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  readonly memory?: boolean;
+}
+export interface SqliteStatementLike {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+}
+
+export type SqlClient = PgQueryable | MysqlQueryable | SqliteDatabaseLike;
+
+export interface SqlLockOptions {
+  /** A pg Pool or Client, a mysql2/promise Pool, or a better-sqlite3 Database. */
+  client: SqlClient;
+  /** Detected from the client's shape when omitted. */
+  dialect?: SqlDialect;
+  /** Default `idempotency_records`; PostgreSQL also takes `schema.table`. */
+  table?: string;
+  /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
+  ttlMs?: number;
+}
+
+const DEFAULT_TABLE = "idempotency_records";
+const PURGE_BATCH = 1000;
+const CLAIM_ATTEMPTS = 5;
+/** busy_timeout set on a SQLite connection that has none, so BEGIN IMMEDIATE waits. */
+const SQLITE_BUSY_MS = 5000;
+// Short enough that the derived index name stays within PostgreSQL's 63-byte identifiers.
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
+
+type Verb = "claim" | "complete" | "release" | "renew" | "purgeExpired" | "ensureSchema";
+interface Row {
+  state: unknown;
+  fencing_id: unknown;
+  lease_expires_at: unknown;
+  token: unknown;
+}
+
+/**
+ * A LockBackend over one SQL table: PostgreSQL (pg), MySQL/MariaDB (mysql2) or SQLite
+ * (better-sqlite3). Time is the database server's clock, read inside each statement.
+ * Constructing does no I/O; call `ensureSchema()` once, or apply the shipped `schema.sql`.
+ *
+ * Round trips: PostgreSQL one named prepared statement per verb; MySQL two autocommit
+ * statements per claim (upsert, then read), one for the other verbs; SQLite one statement.
+ */
+export class SqlLock implements LockBackend {
+  readonly dialect: SqlDialect;
+  readonly table: string;
+  readonly ttlMs: number;
+  private readonly client: SqlClient;
+  private readonly sql: Record<string, string>;
+  private readonly names: Record<string, string> = {};
+  private readonly sqliteStatements = new Map<string, SqliteStatementLike>();
+  private sqliteReady = false;
+
+  constructor(options: SqlLockOptions) {
+    if (options === null || typeof options !== "object" || options.client == null) {
+      throw new InvalidConfiguration(
+        "SqlLock needs { client }: a pg, mysql2 or better-sqlite3 client",
+      );
+    }
+    this.client = options.client;
+    this.dialect = options.dialect ?? detectDialect(options.client);
+    if (!["postgres", "mysql", "sqlite"].includes(this.dialect)) {
+      throw new InvalidConfiguration(
+        `SqlLock dialect must be "postgres", "mysql" or "sqlite", got ${describe(this.dialect)}`,
+      );
+    }
+    assertClientFits(this.dialect, options.client);
+    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+    assertPositiveMs("ttlMs", this.ttlMs);
+    this.table = options.table ?? DEFAULT_TABLE;
+    const { quoted, index } = parseTable(this.dialect, this.table);
+    const templates: Record<SqlDialect, Record<string, string>> = {
+      postgres: {
+        schema: pgSchema,
+        claim: pgClaim,
+        complete: pgComplete,
+        release: pgRelease,
+        renew: pgRenew,
+        purge: pgPurge,
+      },
+      mysql: {
+        schema: mysqlSchema,
+        claim: mysqlClaim,
+        select: mysqlSelect,
+        check: mysqlCheck,
+        complete: mysqlComplete,
+        release: mysqlRelease,
+        renew: mysqlRenew,
+        purge: mysqlPurge,
+      },
+      sqlite: {
+        schema: sqliteSchema,
+        claim: sqliteClaim,
+        complete: sqliteComplete,
+        release: sqliteRelease,
+        renew: sqliteRenew,
+        purge: sqlitePurge,
+      },
+    };
+    this.sql = {};
+    for (const [name, text] of Object.entries(templates[this.dialect])) {
+      const rendered = text.replaceAll("{{table}}", quoted).replaceAll("{{index}}", index);
+      this.sql[name] = rendered;
+      // A prepared statement's name is per connection: derive it from the text so two
+      // SqlLocks on different tables never clash over one name.
+      this.names[name] =
+        `gpi_${name}_${createHash("sha256").update(rendered).digest("hex").slice(0, 16)}`;
+    }
+  }
+
+  /** The DDL `ensureSchema()` runs, for applying through your own migrations instead. */
+  get schemaSql(): string {
+    return this.text("schema");
+  }
+
+  /** Create the table and its expires_at index when missing. */
+  async ensureSchema(): Promise<void> {
+    await this.guard("ensureSchema", undefined, async () => {
+      const ddl = this.text("schema");
+      if (this.dialect === "postgres") {
+        await (this.client as PgQueryable).query(ddl);
+      } else if (this.dialect === "mysql") {
+        await (this.client as MysqlQueryable).query(ddl);
+      } else {
+        const db = this.client as SqliteDatabaseLike;
+        // WAL lets several processes share the file; an in-memory database has no journal.
+        if (db.memory !== true) db.pragma("journal_mode = WAL");
+        this.prepareSqlite();
+        db.exec(ddl);
+      }
+    });
+  }
+
+  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    assertValidKey(key);
+    assertPositiveMs("leaseMs", leaseMs);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.claimOnce(key, leaseMs);
+      } catch (error) {
+        if (attempt >= CLAIM_ATTEMPTS || !this.isTransient(error)) {
+          throw new BackendError(this.dialect, "claim", key, error);
+        }
+        // Jittered, growing backoff: contending claims spread out instead of colliding again.
+        await sleep(attempt * 5 + Math.random() * 20);
+      }
+    }
+  }
+
+  async complete(claim: Claim): Promise<boolean> {
+    const { key, fencingId } = claim;
+    return this.guard("complete", key, async () => {
+      if (this.dialect === "postgres") {
+        return (await this.pg("complete", [key, fencingId, this.ttlMs])).rows.length > 0;
+      }
+      if (this.dialect === "mysql") {
+        const k = bytes(key);
+        if ((await this.mysql("complete", [this.ttlMs, k, fencingId])) > 0) return true;
+        // Without FOUND_ROWS an unchanged (already done) row counts 0: a retried complete.
+        return (await this.mysqlRows("check", [k, fencingId, "done"])).length > 0;
+      }
+      return this.sqlite("complete").run({ key, fence: fencingId, ttl: this.ttlMs }).changes > 0;
+    });
+  }
+
+  async release(claim: Claim): Promise<void> {
+    const { key, fencingId } = claim;
+    await this.guard("release", key, async () => {
+      if (this.dialect === "postgres") await this.pg("release", [key, fencingId, this.ttlMs]);
+      else if (this.dialect === "mysql")
+        await this.mysql("release", [this.ttlMs, bytes(key), fencingId]);
+      else this.sqlite("release").run({ key, fence: fencingId, ttl: this.ttlMs });
+    });
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertPositiveMs("leaseMs", leaseMs);
+    const { key, fencingId } = claim;
+    return this.guard("renew", key, async () => {
+      if (this.dialect === "postgres") {
+        return (await this.pg("renew", [key, fencingId, leaseMs, this.ttlMs])).rows.length > 0;
+      }
+      if (this.dialect === "mysql") {
+        const k = bytes(key);
+        if ((await this.mysql("renew", [leaseMs, leaseMs, this.ttlMs, k, fencingId])) > 0)
+          return true;
+        // A renewal within the same millisecond changes nothing; still a live claim.
+        return (await this.mysqlRows("check", [k, fencingId, "claimed"])).length > 0;
+      }
+      return (
+        this.sqlite("renew").run({ key, fence: fencingId, lease: leaseMs, ttl: this.ttlMs })
+          .changes > 0
+      );
+    });
+  }
+
+  /** Delete records past their expires_at, in batches of 1,000; resolves to the count. */
+  async purgeExpired(): Promise<number> {
+    return this.guard("purgeExpired", undefined, async () => {
+      let total = 0;
+      for (;;) {
+        let removed: number;
+        if (this.dialect === "postgres") {
+          removed = (await this.pg("purge", [PURGE_BATCH])).rowCount ?? 0;
+        } else if (this.dialect === "mysql") {
+          removed = await this.mysql("purge", []);
+        } else {
+          removed = this.sqlite("purge").run({ limit: PURGE_BATCH }).changes;
+        }
+        total += removed;
+        if (removed < PURGE_BATCH) return total;
+      }
+    });
+  }
+
+  /** The client belongs to the caller: closing the lock leaves it open. */
+  async close(): Promise<void> {
+    this.sqliteStatements.clear();
+  }
+
+  private async claimOnce(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    const token = randomUUID();
+    let row: Row | undefined;
+    if (this.dialect === "postgres") {
+      const values = [key, leaseMs, this.ttlMs, token];
+      row = (await this.pg("claim", values)).rows[0] as Row | undefined;
+      // Only a row deleted between the conflict and the update leaves RETURNING empty.
+      row ??= (await this.pg("claim", values)).rows[0] as Row | undefined;
+    } else if (this.dialect === "mysql") {
+      const k = bytes(key);
+      await this.mysql("claim", [k, leaseMs, leaseMs, this.ttlMs, token, leaseMs]);
+      row = (await this.mysqlRows("select", [k]))[0] as Row | undefined;
+    } else {
+      row = this.sqlite("claim").get({ key, lease: leaseMs, ttl: this.ttlMs, token }) as
+        | Row
+        | undefined;
+    }
+    if (row === undefined) throw new Error("the claim returned no row (purged mid-claim?)");
+    const leaseExpiresAt = toNumber(row.lease_expires_at, "lease_expires_at");
+    if (row.token === token) {
+      return {
+        status: "won",
+        claim: { key, fencingId: toNumber(row.fencing_id, "fencing_id"), leaseExpiresAt },
+      };
+    }
+    if (row.state === "done") return { status: "done" };
+    return { status: "held", leaseExpiresAt };
+  }
+
+  private text(name: string): string {
+    const text = this.sql[name];
+    if (text === undefined) throw new Error(`no ${this.dialect} statement ${name}`);
+    return text;
+  }
+
+  private async pg(name: string, values: unknown[]): Promise<PgResultLike> {
+    const client = this.client as PgQueryable;
+    return client.query({ name: this.names[name] ?? name, text: this.text(name), values });
+  }
+
+  /** Runs a mysql write; resolves to affectedRows. */
+  private async mysql(name: string, values: Array<string | number | Buffer>): Promise<number> {
+    const [result] = await (this.client as MysqlQueryable).execute(this.text(name), values);
+    const affected = (result as { affectedRows?: unknown }).affectedRows;
+    return typeof affected === "number" ? affected : 0;
+  }
+
+  private async mysqlRows(
+    name: string,
+    values: Array<string | number | Buffer>,
+  ): Promise<unknown[]> {
+    const [rows] = await (this.client as MysqlQueryable).execute(this.text(name), values);
+    return Array.isArray(rows) ? rows : [];
+  }
+
+  private prepareSqlite(): void {
+    if (this.sqliteReady) return;
+    const db = this.client as SqliteDatabaseLike;
+    // Without a busy timeout a second writer fails at once instead of waiting its turn.
+    if (db.pragma("busy_timeout", { simple: true }) === 0) {
+      db.pragma(`busy_timeout = ${SQLITE_BUSY_MS}`);
+    }
+    this.sqliteReady = true;
+  }
+
+  private sqlite(name: string): SqliteStatementLike {
+    this.prepareSqlite();
+    let statement = this.sqliteStatements.get(name);
+    if (statement === undefined) {
+      statement = (this.client as SqliteDatabaseLike).prepare(this.text(name));
+      this.sqliteStatements.set(name, statement);
+    }
+    return statement;
+  }
+
+  private isTransient(error: unknown): boolean {
+    if (error === null || typeof error !== "object") return false;
+    const { code, errno } = error as { code?: unknown; errno?: unknown };
+    if (this.dialect === "postgres") return code === "40001" || code === "40P01";
+    if (this.dialect === "mysql") return errno === 1213 || errno === 1205;
+    return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+  }
+
+  private async guard<T>(verb: Verb, key: string | undefined, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof BackendError) throw error;
+      throw new BackendError(this.dialect, verb, key, error);
+    }
+  }
+}
+
+function detectDialect(client: SqlClient): SqlDialect {
+  const c = client as unknown as Record<string, unknown>;
+  if (typeof c.prepare === "function" && typeof c.pragma === "function") return "sqlite";
+  if (typeof c.execute === "function" && typeof c.query === "function") return "mysql";
+  if (typeof c.query === "function") return "postgres";
+  throw new InvalidConfiguration(
+    "SqlLock could not tell the dialect of options.client: pass a pg Pool/Client, a " +
+      'mysql2/promise Pool, a better-sqlite3 Database, or set dialect: "postgres" | "mysql" | "sqlite"',
+  );
+}
+
+function assertClientFits(dialect: SqlDialect, client: SqlClient): void {
+  const c = client as unknown as Record<string, unknown>;
+  const needs = {
+    postgres: ["query"],
+    mysql: ["execute", "query"],
+    sqlite: ["prepare", "exec", "pragma"],
+  };
+  const missing = needs[dialect].filter((method) => typeof c[method] !== "function");
+  if (missing.length > 0) {
+    throw new InvalidConfiguration(
+      `SqlLock dialect "${dialect}" needs a client with ${missing.join(", ")}()` +
+        (dialect === "mysql" ? " (use mysql2/promise, not the callback API)" : ""),
+    );
+  }
+}
+
+/** Validate the table name and quote it for the dialect; also derive the index name. */
+function parseTable(dialect: SqlDialect, table: unknown): { quoted: string; index: string } {
+  const parts = typeof table === "string" ? table.split(".") : [];
+  const allowed = dialect === "postgres" ? [1, 2] : [1];
+  if (!allowed.includes(parts.length) || !parts.every((part) => IDENTIFIER.test(part))) {
+    throw new InvalidConfiguration(
+      `SqlLock table must be an identifier (letters, digits, underscores, not starting with a ` +
+        `digit, at most 48 characters)${dialect === "postgres" ? ', optionally "schema.table"' : ""}, ` +
+        `got ${describe(table)}`,
+    );
+  }
+  const q = dialect === "mysql" ? (s: string) => `\`${s}\`` : (s: string) => `"${s}"`;
+  const name = parts[parts.length - 1] as string;
+  return { quoted: parts.map(q).join("."), index: q(`${name}_expires_at_idx`) };
+}
+
+const bytes = (key: string): Buffer => Buffer.from(key, "utf8");
+
+/** pg returns int8 as a string, mysql2 may too: bring every BIGINT back as a safe number. */
+function toNumber(value: unknown, column: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n))
+    throw new Error(`${column} is not a safe integer: ${String(value)}`);
+  return n;
+}
+
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));

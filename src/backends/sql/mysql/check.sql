@@ -1,0 +1,5 @@
+-- Does a live record with this fence exist in the given state?
+-- ? key (bytes), ? fencing id, ? state. Returns one row (ok) or none.
+SELECT 1 AS ok FROM {{table}}
+WHERE `key` = ? AND fencing_id = ? AND state = ?
+  AND expires_at > (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)

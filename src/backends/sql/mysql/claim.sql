@@ -1,0 +1,19 @@
+-- Claim a key: insert, or reclaim a lapsed record, in one statement (select.sql then
+-- reads the outcome).
+-- ? key (bytes), ? lease ms, ? lease ms, ? ttl ms, ? this claim's random token, ? lease ms.
+-- ON DUPLICATE KEY UPDATE assigns left to right and later assignments see earlier ones, so
+-- the token goes first: it equals the new token exactly when the record was reclaimable,
+-- and the other columns key off it. Now is epoch ms from UTC_TIMESTAMP, so the session
+-- time zone (and its DST folds) cannot shift it.
+INSERT INTO {{table}} (`key`, state, fencing_id, lease_expires_at, expires_at, token)
+VALUES (?, 'claimed', 1,
+  (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000) + ?,
+  (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000) + ? + ?,
+  ?)
+ON DUPLICATE KEY UPDATE
+  token = IF(IF(state = 'done', expires_at, lease_expires_at) <= VALUES(lease_expires_at) - ?,
+    VALUES(token), token),
+  fencing_id = IF(token = VALUES(token), fencing_id + 1, fencing_id),
+  state = IF(token = VALUES(token), 'claimed', state),
+  lease_expires_at = IF(token = VALUES(token), VALUES(lease_expires_at), lease_expires_at),
+  expires_at = IF(token = VALUES(token), VALUES(expires_at), expires_at)

@@ -1,0 +1,8 @@
+-- Release a claim: the lease ends now and the fence rises.
+-- ? ttl ms, ? key (bytes), ? fencing id. Returns affectedRows.
+UPDATE {{table}} SET
+  fencing_id = fencing_id + 1,
+  lease_expires_at = (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000),
+  expires_at = (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000) + ?
+WHERE `key` = ? AND fencing_id = ? AND state = 'claimed'
+  AND expires_at > (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)

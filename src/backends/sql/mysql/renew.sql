@@ -1,0 +1,7 @@
+-- Renew a live claim: lease_expires_at = now + lease, expires_at = that + ttl.
+-- ? lease ms, ? lease ms, ? ttl ms, ? key (bytes), ? fencing id. Returns affectedRows.
+UPDATE {{table}} SET
+  lease_expires_at = (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000) + ?,
+  expires_at = (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000) + ? + ?
+WHERE `key` = ? AND fencing_id = ? AND state = 'claimed'
+  AND expires_at > (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)

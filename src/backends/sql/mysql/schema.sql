@@ -1,0 +1,13 @@
+-- MySQL/MariaDB DDL for SqlLock. {{table}} is the validated table, {{index}} the index name.
+-- The key is VARBINARY so comparisons are byte-exact: no PAD SPACE, no case folding.
+-- Times are epoch milliseconds in the server's clock.
+CREATE TABLE IF NOT EXISTS {{table}} (
+  `key` VARBINARY(1024) NOT NULL,
+  state VARCHAR(16) NOT NULL,
+  fencing_id BIGINT NOT NULL,
+  lease_expires_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  token VARCHAR(64) NOT NULL,
+  PRIMARY KEY (`key`),
+  INDEX {{index}} (expires_at)
+) ENGINE = InnoDB

@@ -1,0 +1,5 @@
+-- Read a record right after claim.sql (both autocommit). The token tells whether this call
+-- won: only the winner's token is in the row, and only the winner moves it on, so a row
+-- bearing it carries the winner's fence and lease.
+-- ? key (bytes). Returns state, fencing_id, lease_expires_at, token (or no row).
+SELECT state, fencing_id, lease_expires_at, token FROM {{table}} WHERE `key` = ?

@@ -1,0 +1,10 @@
+-- Complete a claim: claimed → done (expires_at = now + ttl); a done row with the same fence
+-- is a retried complete and stays as it is. No lease guard.
+-- $1 key (text), $2 fencing id (bigint), $3 ttl ms (bigint).
+-- Returns one row when the fence matched a live record, none when fenced out.
+UPDATE {{table}} AS r SET
+  state = 'done',
+  expires_at = CASE WHEN r.state = 'claimed' THEN n.now + $3::bigint ELSE r.expires_at END
+FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now) AS n
+WHERE r."key" = $1::text AND r.fencing_id = $2::bigint AND r.expires_at > n.now
+RETURNING 1 AS ok

@@ -1,0 +1,6 @@
+-- Release a claim: the lease ends now and the fence rises. @key key, @fence fencing id, @ttl ttl ms.
+UPDATE {{table}} SET
+  fencing_id = fencing_id + 1,
+  lease_expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+  expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + @ttl
+WHERE "key" = @key AND fencing_id = @fence AND state = 'claimed' AND expires_at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)

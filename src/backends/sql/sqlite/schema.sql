@@ -1,0 +1,11 @@
+-- SQLite DDL for SqlLock. {{table}} is the validated table, {{index}} the index name.
+-- TEXT keys compare with the BINARY collation: byte-exact. Times are epoch milliseconds.
+CREATE TABLE IF NOT EXISTS {{table}} (
+  "key" TEXT PRIMARY KEY NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('claimed', 'done')),
+  fencing_id INTEGER NOT NULL,
+  lease_expires_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  token TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {{index}} ON {{table}} (expires_at);

@@ -1,0 +1,417 @@
+import { fork } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { type SqlDialect, SqlLock } from "../../src/backends/sql/index.js";
+import { BackendError, InvalidConfiguration } from "../../src/core/errors.js";
+import type { Claim, ClaimOutcome } from "../../src/core/types.js";
+import { lock } from "../../src/core/verbs.js";
+import { describeBackendContract } from "../../src/testing/index.js";
+import { startMysql, startPostgres, startSqlite } from "../harness/sql.js";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const silent = { info() {}, warn() {}, error() {} };
+let tableCounter = 0;
+const freshTable = () => `t${Date.now().toString(36)}_${tableCounter++}`;
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+function won(outcome: ClaimOutcome): Claim {
+  if (outcome.status !== "won") throw new Error(`expected won, got ${JSON.stringify(outcome)}`);
+  return outcome.claim;
+}
+
+const postgres = await startPostgres();
+const mariadb = await startMysql();
+const sqlite = startSqlite();
+
+afterAll(async () => {
+  if (postgres.ok) await postgres.value.drop();
+  if (mariadb.ok) await mariadb.value.drop();
+  await sqlite.drop();
+});
+
+/** Every dialect: a way to make a backend on a fresh table, over a pool of 10 connections. */
+interface Target {
+  dialect: SqlDialect;
+  skip: string | undefined;
+  /** `count` backends sharing one table (SQLite: one connection each, on one file). */
+  make(ttlMs: number, count?: number): Promise<SqlLock[]>;
+}
+
+const pgPool = postgres.ok ? postgres.value.pool(10) : undefined;
+const myPool = mariadb.ok ? mariadb.value.pool(10) : undefined;
+
+const targets: Target[] = [
+  {
+    dialect: "postgres",
+    skip: postgres.ok ? undefined : postgres.reason,
+    async make(ttlMs) {
+      const lockOnPg = new SqlLock({ client: pgPool!, table: freshTable(), ttlMs });
+      await lockOnPg.ensureSchema();
+      return [lockOnPg];
+    },
+  },
+  {
+    dialect: "mysql",
+    skip: mariadb.ok ? undefined : mariadb.reason,
+    async make(ttlMs) {
+      const lockOnMy = new SqlLock({ client: myPool!, table: freshTable(), ttlMs });
+      await lockOnMy.ensureSchema();
+      return [lockOnMy];
+    },
+  },
+  {
+    dialect: "sqlite",
+    skip: undefined,
+    async make(ttlMs, count = 1) {
+      const table = freshTable();
+      const file = `${table}.db`;
+      const locks: SqlLock[] = [];
+      for (let i = 0; i < count; i++) {
+        locks.push(new SqlLock({ client: sqlite.open(file), table, ttlMs }));
+      }
+      await locks[0]!.ensureSchema();
+      return locks;
+    },
+  },
+];
+
+for (const target of targets) {
+  if (target.skip !== undefined) {
+    const reason = target.skip;
+    if (process.env.CI) {
+      it(`SqlLock ${target.dialect} is reachable (required in CI)`, () => {
+        throw new Error(`${reason}: CI requires every SQL backend to run`);
+      });
+      continue;
+    }
+    describe.skip(`SqlLock ${target.dialect}: ${target.skip}`, () => {
+      it("skipped", () => {});
+    });
+    continue;
+  }
+
+  describeBackendContract({
+    name: `SqlLock ${target.dialect}`,
+    create: async ({ ttlMs }) => (await target.make(ttlMs))[0]!,
+    leaseMs: target.dialect === "sqlite" ? 100 : 150,
+    concurrency: 64,
+  });
+
+  describe(`SqlLock ${target.dialect}`, () => {
+    it("64 concurrent lock() calls on one key over 10 connections admit exactly one body", async () => {
+      const locks = await target.make(60_000, 10);
+      const key = `race:${Math.random()}`;
+      let bodies = 0;
+      const results = await Promise.allSettled(
+        Array.from({ length: 64 }, (_, i) =>
+          lock(
+            key,
+            { backend: locks[i % locks.length]!, leaseMs: 60_000, logger: silent },
+            async () => {
+              bodies++;
+              await sleep(50);
+            },
+          ),
+        ),
+      );
+      expect(bodies).toBe(1);
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+      for (const r of results) {
+        if (r.status === "rejected") {
+          expect(["IN_PROGRESS", "DUPLICATE"]).toContain((r.reason as { code: string }).code);
+        }
+      }
+    });
+
+    it("keys differing in case or trailing spaces, injection-like and 1,024-byte keys stay distinct", async () => {
+      const [b] = await target.make(60_000);
+      const base = `k${Math.random().toString(36).slice(2, 8)}`;
+      const keys = [
+        `${base}a`,
+        `${base}A`,
+        `${base}a `,
+        `${base}a  `,
+        `${base}\t`,
+        `${base}'); DELETE FROM idempotency_records; --`,
+        `${base}" OR 1=1 --`,
+        `${base}\\x00 %_`,
+        "🙂".repeat(256), // 1,024 bytes of 4-byte characters
+        `${"é".repeat(511)}x${"é".repeat(0)}y`, // 1,024 bytes mixing 2- and 1-byte characters
+      ];
+      for (const k of keys.slice(-2)) expect(Buffer.byteLength(k)).toBe(1024);
+      const claims = [];
+      for (const key of keys) {
+        const claim = won(await b!.claim(key, 60_000));
+        expect(claim.key).toBe(key);
+        expect(claim.fencingId).toBe(1);
+        claims.push(claim);
+      }
+      for (const claim of claims) expect(await b!.complete(claim)).toBe(true);
+      for (const key of keys) expect(await b!.claim(key, 60_000)).toEqual({ status: "done" });
+      expect(won(await b!.claim(`${base}b`, 60_000)).fencingId).toBe(1);
+    });
+
+    it("purgeExpired deletes in batches and counts every row", async () => {
+      const [b] = await target.make(1);
+      const claims: Claim[] = [];
+      for (let i = 0; i < 1205; i++) claims.push(won(await b!.claim(`purge:${i}`, 1)));
+      await sleep(20);
+      expect(await b!.purgeExpired()).toBe(1205);
+      expect(await b!.purgeExpired()).toBe(0);
+    }, 60_000);
+  });
+}
+
+describe("SqlLock configuration", () => {
+  it("detects the dialect and does no I/O when constructed", () => {
+    const pgLike = { query: () => Promise.reject(new Error("no I/O")) };
+    const myLike = {
+      query: () => Promise.reject(new Error("x")),
+      execute: () => Promise.reject(new Error("x")),
+    };
+    expect(new SqlLock({ client: pgLike as never }).dialect).toBe("postgres");
+    expect(new SqlLock({ client: myLike as never }).dialect).toBe("mysql");
+    const db = sqlite.open("detect.db");
+    expect(new SqlLock({ client: db }).dialect).toBe("sqlite");
+  });
+
+  it("rejects bad table names, ttl and clients with InvalidConfiguration", () => {
+    const db = sqlite.open("config.db");
+    for (const table of ["", "1abc", "a-b", 'x"; DROP TABLE y; --', "a b", "a.b", "x".repeat(49)]) {
+      expect(() => new SqlLock({ client: db, table })).toThrow(InvalidConfiguration);
+    }
+    const pgLike = { query: () => Promise.reject(new Error("x")) };
+    expect(new SqlLock({ client: pgLike as never, table: "public.records" }).table).toBe(
+      "public.records",
+    );
+    expect(() => new SqlLock({ client: pgLike as never, table: "a.b.c" })).toThrow(
+      InvalidConfiguration,
+    );
+    expect(() => new SqlLock({ client: db, ttlMs: 0 })).toThrow(InvalidConfiguration);
+    expect(() => new SqlLock({ client: {} as never })).toThrow(/dialect/);
+    expect(() => new SqlLock({ client: pgLike as never, dialect: "sqlite" })).toThrow(/prepare/);
+  });
+
+  it("a driver error rejects with a BackendError naming dialect, verb and key", async () => {
+    const b = new SqlLock({ client: sqlite.open("no-table.db"), table: "missing" });
+    const error = await b.claim("k1", 1000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: "sqlite", verb: "claim", key: "k1" });
+  });
+});
+
+describe.skipIf(!postgres.ok)("SqlLock postgres: round trips and failures", () => {
+  it("claim, complete, release, renew, duplicate and held are one named statement each", async () => {
+    const sent: Array<{ name?: string }> = [];
+    const counting = {
+      query: (config: { name: string; text: string; values: unknown[] }) => {
+        sent.push(config);
+        return pgPool!.query(config);
+      },
+    };
+    const b = new SqlLock({ client: counting as never, dialect: "postgres", table: freshTable() });
+    await new SqlLock({ client: pgPool!, table: b.table }).ensureSchema();
+    const count = async (run: () => Promise<unknown>) => {
+      sent.length = 0;
+      await run();
+      expect(sent.every((q) => typeof q.name === "string" && q.name.startsWith("gpi_"))).toBe(true);
+      return sent.length;
+    };
+    let claim = won(await b.claim("a", 60_000));
+    const counts = {
+      held: await count(() => b.claim("a", 60_000)),
+      renew: await count(() => b.renew(claim, 60_000)),
+      release: await count(() => b.release(claim)),
+      claim: await count(async () => {
+        claim = won(await b.claim("a", 60_000));
+      }),
+      complete: await count(() => b.complete(claim)),
+      duplicate: await count(() => b.claim("a", 60_000)),
+    };
+    console.info(`[sql tests] postgres statements per verb: ${JSON.stringify(counts)}`);
+    expect(counts).toEqual({ held: 1, renew: 1, release: 1, claim: 1, complete: 1, duplicate: 1 });
+  });
+
+  it("works over a single pg Client too, and exposes its DDL", async () => {
+    const client = new pg.Client({ connectionString: postgres.ok ? postgres.value.url : "" });
+    await client.connect();
+    try {
+      const b = new SqlLock({ client, table: `public.${freshTable()}` });
+      expect(b.dialect).toBe("postgres");
+      expect(b.schemaSql).toContain(`CREATE TABLE IF NOT EXISTS "public"."${b.table.slice(7)}"`);
+      await b.ensureSchema();
+      await b.ensureSchema(); // idempotent
+      const claim = won(await b.claim("c", 60_000));
+      expect(await b.renew(claim, 60_000)).toBe(true);
+      expect(await b.complete(claim)).toBe(true);
+      expect(await b.claim("c", 60_000)).toEqual({ status: "done" });
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("a connection terminated mid-claim rejects with BackendError; the next claim is sane", async () => {
+    const b = new SqlLock({ client: pgPool!, table: freshTable() });
+    await b.ensureSchema();
+    const first = won(await b.claim("victim", 60_000));
+    // Hold the row so the next claim blocks inside its statement, then kill that backend.
+    const blocker = await pgPool!.connect();
+    await blocker.query("BEGIN");
+    await blocker.query(`SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`);
+    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+    let killed = 0;
+    for (let i = 0; i < 100 && killed === 0; i++) {
+      await sleep(20);
+      const r = await blocker.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+      );
+      killed = r.rowCount ?? 0;
+    }
+    expect(killed).toBe(1);
+    const error = await pending;
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: "postgres", verb: "claim", key: "victim" });
+    await blocker.query("ROLLBACK");
+    blocker.release();
+    expect(await b.claim("victim", 60_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: first.leaseExpiresAt,
+    });
+    expect(await b.complete(first)).toBe(true);
+    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+  });
+});
+
+describe.skipIf(!mariadb.ok)("SqlLock mysql: round trips and failures", () => {
+  it("counts statements per verb", async () => {
+    let sent = 0;
+    const counting = {
+      execute: (sql: string, values: Array<string | number | Buffer>) => {
+        sent++;
+        return myPool!.execute(sql, values);
+      },
+      query: (sql: string) => myPool!.query(sql),
+    };
+    const b = new SqlLock({ client: counting as never, table: freshTable() });
+    await b.ensureSchema();
+    const count = async (run: () => Promise<unknown>) => {
+      sent = 0;
+      await run();
+      return sent;
+    };
+    let claim = won(await b.claim("a", 60_000));
+    const counts = {
+      held: await count(() => b.claim("a", 60_000)),
+      renew: await count(() => b.renew(claim, 60_000)),
+      release: await count(() => b.release(claim)),
+      claim: await count(async () => {
+        claim = won(await b.claim("a", 60_000));
+      }),
+      complete: await count(() => b.complete(claim)),
+      duplicate: await count(() => b.claim("a", 60_000)),
+    };
+    console.info(`[sql tests] mysql statements per verb: ${JSON.stringify(counts)}`);
+    expect(counts.claim).toBe(2);
+    expect(counts.held).toBe(2);
+    expect(counts.complete).toBe(1);
+    expect(counts.release).toBe(1);
+  });
+
+  it("a connection killed mid-claim rejects with BackendError; the next claim is sane", async () => {
+    const { admin, database } = mariadb.ok ? mariadb.value : (undefined as never);
+    const b = new SqlLock({ client: myPool!, table: freshTable() });
+    await b.ensureSchema();
+    const first = won(await b.claim("victim", 60_000));
+    const blocker = await myPool!.getConnection();
+    await blocker.query("BEGIN");
+    await blocker.query(`SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`);
+    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+    let killed = 0;
+    for (let i = 0; i < 100 && killed === 0; i++) {
+      await sleep(20);
+      const [rows] = await admin.query(
+        `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%ON DUPLICATE KEY%'`,
+        [database],
+      );
+      for (const row of rows as Array<{ ID: number }>) {
+        await admin.query(`KILL ${Number(row.ID)}`);
+        killed++;
+      }
+    }
+    expect(killed).toBe(1);
+    const error = await pending;
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: "mysql", verb: "claim", key: "victim" });
+    await blocker.query("ROLLBACK");
+    blocker.release();
+    expect(await b.claim("victim", 60_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: first.leaseExpiresAt,
+    });
+    expect(await b.complete(first)).toBe(true);
+    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+  });
+});
+
+describe("SqlLock sqlite: busy database", () => {
+  it("a claim that meets SQLITE_BUSY retries with backoff, then gives up with a BackendError", async () => {
+    const [b0] = await targets[2]!.make(60_000);
+    const file = `${b0!.table}.db`;
+    const db = sqlite.open(file);
+    db.pragma("busy_timeout = 1"); // kept as set: SqlLock only fills in a missing timeout
+    const b = new SqlLock({ client: db, table: b0!.table });
+    const blocker = sqlite.open(file);
+    blocker.exec("BEGIN IMMEDIATE");
+    setTimeout(() => blocker.exec("COMMIT"), 25);
+    expect(won(await b.claim("busy", 60_000)).fencingId).toBe(1);
+    blocker.exec("BEGIN IMMEDIATE");
+    const error = await b.claim("busy2", 60_000).catch((e: unknown) => e);
+    blocker.exec("ROLLBACK");
+    expect(error).toBeInstanceOf(BackendError);
+    expect((error as BackendError).cause).toMatchObject({
+      code: expect.stringMatching(/^SQLITE_BUSY/),
+    });
+    expect(won(await b.claim("busy2", 60_000)).fencingId).toBe(1);
+  });
+});
+
+describe("SqlLock sqlite: two OS processes on one WAL file", () => {
+  it("admit exactly one winner per key", async () => {
+    const [b] = await targets[2]!.make(60_000);
+    const file = join(sqlite.dir, `${b!.table}.db`);
+    const keys = Array.from({ length: 2000 }, (_, i) => `proc:${i}`);
+    const children = [0, 1].map(() =>
+      fork(join(here, "../harness/sqlite-child.ts"), [file, b!.table, "0"], {
+        execArgv: ["--import", "tsx", "--import", join(here, "../harness/sql-text-loader.mjs")],
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      }),
+    );
+    const ready = children.map(
+      (child) =>
+        new Promise<void>((done, fail) => {
+          child.once("message", () => done());
+          child.once("exit", (code) => fail(new Error(`child exited early with ${code}`)));
+        }),
+    );
+    await Promise.all(ready);
+    const results = children.map(
+      (child) =>
+        new Promise<string[]>((done) => {
+          child.once("message", (m) => done((m as { statuses: string[] }).statuses));
+        }),
+    );
+    const startAt = Date.now() + 200;
+    for (const child of children) child.send({ keys, startAt });
+    const [one, two] = await Promise.all(results);
+    let winsOne = 0;
+    for (let i = 0; i < keys.length; i++) {
+      const pair = [one![i], two![i]].sort();
+      expect(pair).toEqual(["held", "won"]);
+      if (one![i] === "won") winsOne++;
+    }
+    console.info(`[sql tests] sqlite processes: ${winsOne}/${keys.length} keys won by the first`);
+  }, 60_000);
+});

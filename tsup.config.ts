@@ -5,6 +5,7 @@ export default defineConfig({
   entry: {
     index: "src/index.ts",
     "testing/index": "src/testing/index.ts",
+    "sql/index": "src/backends/sql/index.ts",
     "redis/index": "src/backends/redis/index.ts",
   },
   format: ["esm", "cjs"],

@@ -39,8 +39,20 @@ function countingClient(): { datastore: DatastoreLike; calls: Map<string, number
   const count = (method: string) => calls.set(method, (calls.get(method) ?? 0) + 1);
   const datastore: DatastoreLike = {
     KEY: real.KEY,
+    namespace: real.namespace,
     key: (options) => real.key(options),
-    createQuery: (namespace, kind) => real.createQuery(namespace, kind),
+    get: (key) => {
+      count("lookup (no tx)");
+      return real.get(key);
+    },
+    insert: (entity) => {
+      count("insert (commit, no tx)");
+      return real.insert(entity);
+    },
+    createQuery: (namespaceOrKind, kind) =>
+      kind === undefined
+        ? real.createQuery(namespaceOrKind)
+        : real.createQuery(namespaceOrKind, kind),
     runQuery: (query) => {
       count("runQuery");
       return real.runQuery(query);
@@ -78,10 +90,26 @@ function countingClient(): { datastore: DatastoreLike; calls: Map<string, number
  */
 function losingCommits(datastore: Datastore, state: { failures: number }): DatastoreLike {
   const real = datastore as unknown as DatastoreLike;
+  const lose = async <T>(write: () => Promise<T>): Promise<T> => {
+    const response = await write();
+    if (state.failures > 0) {
+      state.failures -= 1;
+      throw Object.assign(new Error("14 UNAVAILABLE: simulated lost commit response"), {
+        code: 14,
+      });
+    }
+    return response;
+  };
   return {
     KEY: real.KEY,
+    namespace: real.namespace,
     key: (options) => real.key(options),
-    createQuery: (namespace, kind) => real.createQuery(namespace, kind),
+    get: (key) => real.get(key),
+    insert: (entity) => lose(() => real.insert(entity)),
+    createQuery: (namespaceOrKind, kind) =>
+      kind === undefined
+        ? real.createQuery(namespaceOrKind)
+        : real.createQuery(namespaceOrKind, kind),
     runQuery: (query) => real.runQuery(query),
     transaction: (): DatastoreTransactionLike => {
       const tx = real.transaction();
@@ -91,16 +119,7 @@ function losingCommits(datastore: Datastore, state: { failures: number }): Datas
         save: (entity) => tx.save(entity),
         delete: (key) => tx.delete(key),
         rollback: () => tx.rollback(),
-        commit: async () => {
-          const response = await tx.commit();
-          if (state.failures > 0) {
-            state.failures -= 1;
-            throw Object.assign(new Error("14 UNAVAILABLE: simulated lost commit response"), {
-              code: 14,
-            });
-          }
-          return response;
-        },
+        commit: () => lose(() => tx.commit()),
       };
     },
   };
@@ -121,6 +140,15 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     const claim = won(await lockBackend.claim("lazy", 60_000));
     expect(await lockBackend.complete(claim)).toBe(true);
     expect(await lockBackend.claim("lazy", 60_000)).toEqual({ status: "done" });
+  });
+
+  it("purgeExpired honours the client's own default namespace", async () => {
+    const datastore = new Datastore({ projectId, namespace: freshNamespace() });
+    const backend = new DatastoreLock({ datastore, ttlMs: 200 });
+    expect(await backend.complete(won(await backend.claim("purge-me", 100)))).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await backend.purgeExpired()).toBe(1);
+    expect(won(await backend.claim("purge-me", 60_000)).fencingId).toBe(1);
   });
 
   it("validates the kind before any I/O", () => {
@@ -178,8 +206,13 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
   it("gives up on a persistent UNAVAILABLE with a BackendError", async () => {
     const real = shared as unknown as DatastoreLike;
     let lookups = 0;
+    const outage = async (): Promise<never> => {
+      lookups++;
+      throw Object.assign(new Error("14 UNAVAILABLE: simulated outage"), { code: 14 });
+    };
     const broken: DatastoreLike = {
       ...losingCommits(shared, { failures: 0 }),
+      get: outage,
       transaction: () => {
         const tx = real.transaction();
         return {
@@ -189,10 +222,7 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
           delete: (key) => tx.delete(key),
           commit: () => tx.commit(),
           rollback: () => tx.rollback(),
-          get: async () => {
-            lookups++;
-            throw Object.assign(new Error("14 UNAVAILABLE: simulated outage"), { code: 14 });
-          },
+          get: outage,
         };
       },
     };
@@ -227,12 +257,13 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
       await measure("claim (absent → won)", async () => {
         claim = won(await backend.claim("rt", 60_000));
       }),
-    ).toBe(3);
-    expect(await measure("claim (held)", () => backend.claim("rt", 60_000))).toBe(3);
+    ).toBe(2);
+    expect(await measure("claim (held)", () => backend.claim("rt", 60_000))).toBe(1);
     expect(await measure("renew", () => backend.renew(claim!, 60_000))).toBe(3);
     expect(await measure("complete", () => backend.complete(claim!))).toBe(3);
-    expect(await measure("claim (done)", () => backend.claim("rt", 60_000))).toBe(3);
+    expect(await measure("claim (done)", () => backend.claim("rt", 60_000))).toBe(1);
     const other = won(await backend.claim("rt2", 60_000));
     expect(await measure("release", () => backend.release(other))).toBe(3);
+    expect(await measure("claim (reclaim)", () => backend.claim("rt2", 60_000))).toBe(4);
   });
 });

@@ -110,6 +110,15 @@ export async function startEmulator(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const startupMs = Date.now() - started;
+  // Should the test process die without running stop(), do not leave the Java child behind.
+  const onExit = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  process.once("exit", onExit);
   process.env[envVar] = host;
   // The Datastore client also wants a project; the emulator accepts any.
   process.env.GCLOUD_PROJECT ??= "idempotency-test";
@@ -123,6 +132,7 @@ export async function startEmulator(
     owned: true,
     stop: async () => {
       if (process.env[envVar] === host) delete process.env[envVar];
+      process.off("exit", onExit);
       await killGroup(child);
     },
   };

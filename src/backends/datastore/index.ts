@@ -21,8 +21,18 @@ export interface DatastoreTransactionLike {
 /** The parts of a `@google-cloud/datastore` `Datastore` instance this backend uses. */
 export interface DatastoreLike {
   key(options: { namespace?: string; path: string[] }): unknown;
+  /** Its default namespace, if it was created with one. */
+  readonly namespace?: string | undefined;
+  /** A strongly consistent lookup outside any transaction. */
+  get(key: never): Promise<unknown[]>;
+  /** A non-transactional insert: fails with ALREADY_EXISTS when the entity exists. */
+  insert(entity: {
+    key: unknown;
+    data: Record<string, unknown>;
+    excludeFromIndexes?: string[];
+  }): Promise<unknown>;
   transaction(): DatastoreTransactionLike;
-  createQuery(namespace: string, kind: string): DatastoreQueryLike;
+  createQuery(namespaceOrKind: string, kind?: string): DatastoreQueryLike;
   runQuery(query: never): Promise<unknown[]>;
   readonly KEY: symbol;
 }
@@ -70,13 +80,23 @@ const UNINDEXED = ["key", "state", "fencingId", "leaseExpiresAt", "token"];
 /** A kind name: no `__…__` (reserved), non-empty, at most 1,500 bytes. */
 const KIND_PATTERN = /^(?!__.*__$)[^\0]{1,1500}$/;
 
+const ALREADY_EXISTS = 6;
+
+function codeOf(error: unknown): unknown {
+  return error !== null && typeof error === "object"
+    ? (error as { code?: unknown }).code
+    : undefined;
+}
+
 /** Entities per purge transaction: the Datastore limit on mutations per commit is 500. */
 const PURGE_BATCH = 500;
 
 /**
- * Firestore in Datastore mode (or legacy Datastore) as the store. `claim` is one transaction:
- * begin, lookup, and commit (or rollback); `complete`, `release` and
- * `renew` are one each.
+ * Firestore in Datastore mode (or legacy Datastore) as the store. `claim` answers held / done
+ * with one strongly consistent lookup, takes an absent key with a lookup and an insert
+ * (refused with ALREADY_EXISTS if another claim created it first), and reclaims a lapsed
+ * record in a transaction (begin, lookup, commit). `complete`, `release` and `renew` are one
+ * transaction each.
  *
  * Time is this process's clock (`Date.now()`): a Datastore transaction cannot read a server
  * clock. Skew between instances of up to a few seconds is absorbed by the lease (minutes by
@@ -119,32 +139,83 @@ export class DatastoreLock implements LockBackend {
     assertPositiveMs("leaseMs", leaseMs);
     // One token per call, shared by its retries: a retry that finds it knows its commit landed.
     const token = newToken();
-    return this.transact<ClaimOutcome>("claim", key, (record, now) => {
-      if (record !== undefined) {
-        if (record.token === token && record.state === "claimed") {
-          const claim = { key, fencingId: record.fencingId, leaseExpiresAt: record.leaseExpiresAt };
-          return { result: { status: "won", claim } };
+    const decide = (record: StoredRecord | undefined, now: number) =>
+      this.decideClaim(key, leaseMs, token, record, now);
+    try {
+      const datastore = await this.datastore();
+      const entityKey = this.entityKey(datastore, key);
+      // Fast paths without a transaction: a strongly consistent lookup answers held / done
+      // (and a retry's own landed win) in one RPC; an absent key is taken with an insert,
+      // which the store refuses with ALREADY_EXISTS if someone else created it first. Only a
+      // reclaim (lapsed lease or ttl) needs the transaction.
+      const fast = await withRetry(this.retry, async () => {
+        for (let race = 0; race < 3; race++) {
+          const [entity] = (await datastore.get(entityKey as never)) as [StoredEntity | undefined];
+          const record = entity === undefined ? undefined : toRecord(entity);
+          const { result, write } = decide(record, Date.now());
+          if (write === undefined) return result;
+          if (record !== undefined) return undefined; // a reclaim: take the transaction
+          try {
+            await datastore.insert({
+              key: entityKey,
+              data: { ...write },
+              excludeFromIndexes: UNINDEXED,
+            });
+            return result;
+          } catch (error) {
+            if (codeOf(error) !== ALREADY_EXISTS) throw error;
+          }
         }
-        if (record.state === "done") {
-          if (now < record.expiresAt.getTime()) return { result: { status: "done" } };
-        } else if (now < record.leaseExpiresAt) {
-          return { result: { status: "held", leaseExpiresAt: record.leaseExpiresAt } };
-        }
+        return undefined;
+      });
+      if (fast !== undefined) return fast;
+    } catch (error) {
+      if (error instanceof BackendError || error instanceof InvalidConfiguration) throw error;
+      throw new BackendError("datastore", "claim", key, error);
+    }
+    return this.transact<ClaimOutcome>("claim", key, decide);
+  }
+
+  private decideClaim(
+    key: string,
+    leaseMs: number,
+    token: string,
+    record: StoredRecord | undefined,
+    now: number,
+  ): { result: ClaimOutcome; write?: StoredRecord } {
+    if (record !== undefined) {
+      if (record.token === token && record.state === "claimed") {
+        const claim = { key, fencingId: record.fencingId, leaseExpiresAt: record.leaseExpiresAt };
+        return { result: { status: "won", claim } };
       }
-      // Absent, or a lapsed lease or ttl: the fence rises while the record exists.
-      const fencingId = record === undefined ? 1 : record.fencingId + 1;
-      const leaseExpiresAt = now + leaseMs;
-      return {
-        result: { status: "won", claim: { key, fencingId, leaseExpiresAt } },
-        write: {
-          key,
-          state: "claimed",
-          fencingId,
-          leaseExpiresAt,
-          expiresAt: new Date(leaseExpiresAt + this.ttlMs),
-          token,
-        },
-      };
+      if (record.state === "done") {
+        if (now < record.expiresAt.getTime()) return { result: { status: "done" } };
+      } else if (now < record.leaseExpiresAt) {
+        return { result: { status: "held", leaseExpiresAt: record.leaseExpiresAt } };
+      }
+    }
+    // Absent, or a lapsed lease or ttl: the fence rises while the record exists.
+    const fencingId = record === undefined ? 1 : record.fencingId + 1;
+    const leaseExpiresAt = now + leaseMs;
+    return {
+      result: { status: "won", claim: { key, fencingId, leaseExpiresAt } },
+      write: {
+        key,
+        state: "claimed",
+        fencingId,
+        leaseExpiresAt,
+        expiresAt: new Date(leaseExpiresAt + this.ttlMs),
+        token,
+      },
+    };
+  }
+
+  private entityKey(datastore: DatastoreLike, key: string): unknown {
+    // key({ path }) ignores the client's default namespace; apply it ourselves.
+    const namespace = this.namespace ?? datastore.namespace;
+    return datastore.key({
+      ...(namespace === undefined ? {} : { namespace }),
+      path: [this.kind, encodeName(key)],
     });
   }
 
@@ -205,8 +276,13 @@ export class DatastoreLock implements LockBackend {
       let removed = 0;
       for (;;) {
         const now = Date.now();
-        const query = datastore
-          .createQuery(this.namespace ?? "", this.kind)
+        // Without a namespace of ours, the client's own default applies, as it does for keys.
+        const namespace = this.namespace ?? datastore.namespace;
+        const base =
+          namespace === undefined
+            ? datastore.createQuery(this.kind)
+            : datastore.createQuery(namespace, this.kind);
+        const query = base
           .filter(new PropertyFilter("expiresAt", "<=", new Date(now)) as never)
           .select("__key__")
           .limit(PURGE_BATCH);
@@ -263,10 +339,7 @@ export class DatastoreLock implements LockBackend {
   ): Promise<T> {
     try {
       const datastore = await this.datastore();
-      const entityKey = datastore.key({
-        ...(this.namespace === undefined ? {} : { namespace: this.namespace }),
-        path: [this.kind, encodeName(key)],
-      });
+      const entityKey = this.entityKey(datastore, key);
       return await withRetry(this.retry, async () => {
         const tx = datastore.transaction();
         let committing = false;

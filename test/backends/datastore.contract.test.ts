@@ -161,11 +161,20 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     const namespace = freshNamespace();
     const a = new DatastoreLock({ datastore: new Datastore({ projectId }), namespace });
     const b = new DatastoreLock({ datastore: new Datastore({ projectId }), namespace });
-    const outcomes = await Promise.all(
-      Array.from({ length: 32 }, (_, i) => (i % 2 === 0 ? a : b).claim("contended", 60_000)),
-    );
-    expect(outcomes.filter((o) => o.status === "won")).toHaveLength(1);
-    expect(outcomes.filter((o) => o.status === "held")).toHaveLength(31);
+    const race = async (key: string) => {
+      const outcomes = await Promise.all(
+        Array.from({ length: 32 }, (_, i) => (i % 2 === 0 ? a : b).claim(key, 60_000)),
+      );
+      expect(outcomes.filter((o) => o.status === "won")).toHaveLength(1);
+      expect(outcomes.filter((o) => o.status === "held")).toHaveLength(31);
+      return outcomes;
+    };
+    await race("contended");
+    // The reclaim path (a transaction) races too: a lapsed lease, then 32 at once.
+    const first = won(await a.claim("contended-reclaim", 200));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const winner = (await race("contended-reclaim")).find((o) => o.status === "won");
+    expect(winner?.status === "won" && winner.claim.fencingId).toBe(first.fencingId + 1);
   }, 60_000);
 
   it("a claim whose commit landed but whose response was lost reaffirms its own win", async () => {

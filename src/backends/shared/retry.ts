@@ -1,0 +1,68 @@
+import { randomBytes } from "node:crypto";
+
+/** Bounds on the retry of transient store errors. */
+export interface RetryOptions {
+  /** Attempts in all, the first included; default 10. */
+  attempts?: number;
+  /** Stop retrying once this much time has passed since the first attempt; default 15 s. */
+  maxElapsedMs?: number;
+  /** First backoff ceiling; doubles per attempt up to `maxDelayMs`. Default 25 ms. */
+  baseDelayMs?: number;
+  /** Largest backoff ceiling; default 1 s. */
+  maxDelayMs?: number;
+}
+
+export interface ResolvedRetry {
+  attempts: number;
+  maxElapsedMs: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export function resolveRetry(options: RetryOptions | undefined): ResolvedRetry {
+  return {
+    attempts: options?.attempts ?? 10,
+    maxElapsedMs: options?.maxElapsedMs ?? 15_000,
+    baseDelayMs: options?.baseDelayMs ?? 25,
+    maxDelayMs: options?.maxDelayMs ?? 1_000,
+  };
+}
+
+/** gRPC status codes: ABORTED (contention), UNAVAILABLE, DEADLINE_EXCEEDED. */
+const RETRYABLE_CODES = new Set([10, 14, 4]);
+
+/** Transient: contention, an unreachable server, or the emulator's lock timeout. */
+export function isTransient(error: unknown): boolean {
+  if (error === null || typeof error !== "object") return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "number" && RETRYABLE_CODES.has(code)) return true;
+  const message = (error as { message?: unknown }).message;
+  return typeof message === "string" && /lock timeout|too much contention/i.test(message);
+}
+
+/**
+ * Run `attempt` until it resolves, retrying transient errors with full-jitter exponential
+ * backoff, bounded both in attempts and in total time. The last error is rethrown.
+ */
+export async function withRetry<T>(
+  retry: ResolvedRetry,
+  attempt: (n: number) => Promise<T>,
+): Promise<T> {
+  const started = Date.now();
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (error) {
+      if (!isTransient(error) || n >= retry.attempts) throw error;
+      const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (n - 1));
+      const delay = Math.round(Math.random() * ceiling);
+      if (Date.now() - started + delay > retry.maxElapsedMs) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+
+/** A per-claim random token: lets a retried claim recognise its own landed commit. */
+export function newToken(): string {
+  return randomBytes(12).toString("base64url");
+}

@@ -1,0 +1,158 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+
+/** A running (or borrowed) emulator: where it listens, and how to stop what we started. */
+export interface Emulator {
+  /** host:port, as the *_EMULATOR_HOST variables want it. */
+  host: string;
+  /** How long startup took, in ms (0 when an existing emulator was used). */
+  startupMs: number;
+  /** True when this harness started the process (and so must stop it). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+export type EmulatorMode = "datastore" | "firestore";
+
+const ENV_VAR: Record<EmulatorMode, string> = {
+  datastore: "DATASTORE_EMULATOR_HOST",
+  firestore: "FIRESTORE_EMULATOR_HOST",
+};
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function answers(host: string): Promise<boolean> {
+  try {
+    const response = await fetch(`http://${host}/`, { signal: AbortSignal.timeout(1_000) });
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** End the whole process group: the gcloud wrapper leaves its Java child behind otherwise. */
+async function killGroup(child: ChildProcess): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  try {
+    process.kill(-pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const timeout = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 5_000));
+  if ((await Promise.race([exited, timeout])) === "timeout") {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  // The wrapper may exit before its Java child; make sure the group is gone.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Use the emulator named by DATASTORE_EMULATOR_HOST / FIRESTORE_EMULATOR_HOST, or start one
+ * on a free port and set that variable for this process. Rejects when it cannot start.
+ */
+export async function startEmulator(
+  mode: EmulatorMode,
+  options: { timeoutMs?: number } = {},
+): Promise<Emulator> {
+  const envVar = ENV_VAR[mode];
+  const existing = process.env[envVar];
+  if (existing) {
+    if (!(await answers(existing))) {
+      throw new Error(`${envVar}=${existing} is set but nothing answers there`);
+    }
+    return { host: existing, startupMs: 0, owned: false, stop: async () => {} };
+  }
+  const port = await freePort();
+  const host = `127.0.0.1:${port}`;
+  const args = ["beta", "emulators", "firestore", "start", `--host-port=${host}`];
+  if (mode === "datastore") args.push("--database-mode=datastore-mode");
+  const started = Date.now();
+  let output = "";
+  let spawnError: Error | undefined;
+  const child = spawn("gcloud", args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  child.on("error", (error) => {
+    spawnError = error;
+  });
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4_000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const deadline = started + (options.timeoutMs ?? 60_000);
+  while (!(await answers(host))) {
+    if (spawnError || child.exitCode !== null || Date.now() > deadline) {
+      await killGroup(child);
+      const why = spawnError?.message ?? (child.exitCode !== null ? "exited" : "timed out");
+      throw new Error(`the ${mode} emulator did not start (${why}): ${output.trim().slice(-600)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const startupMs = Date.now() - started;
+  // Should the test process die without running stop(), do not leave the Java child behind.
+  const onExit = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  process.once("exit", onExit);
+  process.env[envVar] = host;
+  // The Datastore client also wants a project; the emulator accepts any.
+  process.env.GCLOUD_PROJECT ??= "idempotency-test";
+  child.stdout?.removeAllListeners("data");
+  child.stderr?.removeAllListeners("data");
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return {
+    host,
+    startupMs,
+    owned: true,
+    stop: async () => {
+      if (process.env[envVar] === host) delete process.env[envVar];
+      process.off("exit", onExit);
+      await killGroup(child);
+    },
+  };
+}
+
+/**
+ * Start the emulator for a test file, or decide to skip: in CI (CI set) a failure to start is
+ * thrown so the file fails; on a laptop the reason is printed and `emulator` is undefined.
+ */
+export async function emulatorOrSkip(mode: EmulatorMode): Promise<Emulator | undefined> {
+  try {
+    const emulator = await startEmulator(mode);
+    console.info(
+      `[harness] ${mode} emulator at ${emulator.host}` +
+        (emulator.owned ? `, started in ${emulator.startupMs} ms` : " (existing)"),
+    );
+    return emulator;
+  } catch (error) {
+    if (process.env.CI) throw error;
+    console.warn(`[harness] skipping ${mode} tests: ${(error as Error).message}`);
+    return undefined;
+  }
+}

@@ -5,6 +5,8 @@ export default defineConfig({
   entry: {
     index: "src/index.ts",
     "testing/index": "src/testing/index.ts",
+    "firestore/index": "src/backends/firestore/index.ts",
+    "datastore/index": "src/backends/datastore/index.ts",
     "sql/index": "src/backends/sql/index.ts",
     "redis/index": "src/backends/redis/index.ts",
   },

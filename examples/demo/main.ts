@@ -20,9 +20,9 @@ import {
 import type { CrashJob } from "./crash-worker.js";
 import { sendOrder, startSupplier } from "./supplier.js";
 
-// The crashed worker's lease is short so the demo heals in well under a second; the
+// The crashed worker's lease is short so the demo heals in about a second; the
 // gateway's own lease stays long, so a body slowed by the storm never outruns it.
-const CRASH_LEASE_MS = 300;
+const CRASH_LEASE_MS = 1000;
 const LEASE_MS = 10_000;
 
 const HELP = `npm run demo -- [options]
@@ -183,6 +183,11 @@ const push = createServer((req, res) => {
 await new Promise<void>((done) => push.listen(0, "127.0.0.1", done));
 const pushUrl = `http://127.0.0.1:${(push.address() as AddressInfo).port}/`;
 
+// Warm up the HTTP client, so the storm's first deliveries are not late behind its setup.
+await sendOrder(supplier.url, "warm-up", "warm-up");
+supplier.arrivals.clear();
+supplier.accepted.clear();
+
 // The crash: before the storm, a worker takes the crash orders and dies mid-body.
 const crashOrders = orders.filter((o) => o.fate === "crash");
 if (crashOrders.length > 0) {
@@ -252,12 +257,14 @@ const started = Date.now();
 let deliveries = 0;
 const unacked: string[] = [];
 let next = 0;
+// The dead worker's messages are redelivered first, while its claims are still live.
+const queue = [...crashOrders, ...orders.filter((o) => o.fate !== "crash")];
 progress();
 // A bounded pool of orders in flight, each one a full Pub/Sub delivery storm of its own.
 await Promise.all(
   Array.from({ length: Math.min(IN_FLIGHT, orderCount) }, async () => {
-    while (next < orders.length) {
-      const order = orders[next++];
+    while (next < queue.length) {
+      const order = queue[next++];
       if (!order) break;
       const report = await simulatePushDeliveries({
         url: pushUrl,

@@ -35,7 +35,8 @@ transient supplier error, nack), and some are first taken by a worker that crash
 mid-body: it sends the order to the supplier and exits before complete, so its claim
 stays until its ${CRASH_LEASE_MS} ms lease lapses and a redelivery heals it (fence 2). The body sends
 each order to a local supplier that de-duplicates on the Idempotency-Key header, so the
-crash's re-send is a no-op there ("key your sink").
+crash's re-send is a no-op there ("key your sink"). The gateway's own lease is
+${LEASE_MS / 1000} s, so a body slowed by the storm never outruns it.
 
 Options:
   --orders N          orders to deliver (default 2000)

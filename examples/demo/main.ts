@@ -1,0 +1,336 @@
+/**
+ * A Pub/Sub delivery storm against a real local push endpoint built with idempotentHttp.
+ * Run `npm run demo -- --help` for what it does and the options.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { fork } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { idempotentHttp, type LockBackend, type Logger } from "gcp-pubsub-idempotency";
+import { pushBody, simulatePushDeliveries } from "gcp-pubsub-idempotency/testing";
+import {
+  BACKENDS,
+  type BackendConfig,
+  type BackendName,
+  isBackendName,
+  openBackend,
+} from "./backends.js";
+import type { CrashJob } from "./crash-worker.js";
+import { sendOrder, startSupplier } from "./supplier.js";
+
+// The crashed worker's lease is short so the demo heals in about a second; the
+// gateway's own lease stays long, so a body slowed by the storm never outruns it.
+const CRASH_LEASE_MS = 1000;
+const LEASE_MS = 10_000;
+
+const HELP = `npm run demo -- [options]
+
+A delivery storm the way Pub/Sub makes one, against a real local HTTP push endpoint
+wrapped with idempotentHttp (key: the order id attribute, "order:<id>"). Every order is
+delivered 3 times, 2 of them at the same moment; a non-2xx answer (503 contention, 500
+failure) is redelivered with exponential backoff. Some orders fail once in the body (a
+transient supplier error, nack), and some are first taken by a worker that crashes
+mid-body: it sends the order to the supplier and exits before complete, so its claim
+stays until its ${CRASH_LEASE_MS} ms lease lapses and a redelivery heals it (fence 2). The body sends
+each order to a local supplier that de-duplicates on the Idempotency-Key header, so the
+crash's re-send is a no-op there ("key your sink"). The gateway's own lease is
+${LEASE_MS / 1000} s, so a body slowed by the storm never outruns it.
+
+Options:
+  --orders N          orders to deliver (default 2000)
+  --backend NAME      ${Object.entries(BACKENDS)
+    .map(([name, b]) => `${name}: ${b.describe}`)
+    .join("\n                      ")}
+                      default memory. With memory, the store cannot be shared with
+                      another process, so the crash runs in-process: the demo claims the
+                      key, sends to the supplier and abandons the claim. With redis the
+                      crash is a real child process (child_process.fork) that exits.
+  --redis-url URL     Redis server (else REDIS_URL, else redis://127.0.0.1:6379); each run
+                      uses its own key prefix and removes its keys at the end
+  --wait-ms N         the gateway's waitMs: how long a held key is retried before a 503
+                      (default 100)
+  --seed N            seed for which orders fail or crash (default 1)
+  --help              this text
+
+Exit code 0 only when every order is acked and held by the supplier exactly once.`;
+
+const CRASH_SHARE = 0.05;
+const FAIL_SHARE = 0.05;
+const IN_FLIGHT = 64;
+const CRASH_WORKERS = 2;
+
+function fail(text: string): never {
+  console.error(text);
+  process.exit(2);
+}
+
+const { values } = parseArgs({
+  options: {
+    orders: { type: "string", default: "2000" },
+    backend: { type: "string", default: "memory" },
+    "redis-url": { type: "string" },
+    "wait-ms": { type: "string", default: "100" },
+    seed: { type: "string", default: "1" },
+    help: { type: "boolean", default: false },
+  },
+});
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const orderCount = Number(values.orders);
+const waitMs = Number(values["wait-ms"]);
+let seed = Number(values.seed);
+if (!Number.isSafeInteger(orderCount) || orderCount < 1)
+  fail("--orders must be a positive integer");
+if (!Number.isSafeInteger(waitMs) || waitMs < 0) fail("--wait-ms must be a non-negative integer");
+if (!Number.isSafeInteger(seed)) fail("--seed must be an integer");
+const backendName = values.backend;
+if (!isBackendName(backendName)) fail(`unknown --backend ${backendName}; try --help`);
+const name: BackendName = backendName;
+
+// A small deterministic PRNG, so a seed reproduces which orders fail or crash.
+function random(): number {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed / 2147483648;
+}
+
+const config: BackendConfig = {
+  runId: `${Date.now().toString(36)}-${process.pid}`,
+  redisUrl: values["redis-url"] ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+};
+let opened: Awaited<ReturnType<typeof openBackend>>;
+try {
+  opened = await openBackend(name, config);
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
+}
+
+// Per-delivery context, so the backend wrapper can tell which delivery met a held key.
+const delivery = new AsyncLocalStorage<{ metHeld: boolean }>();
+const counts = {
+  bodies: 0,
+  duplicates: 0,
+  contention: 0,
+  savedByWait: 0,
+  transient: 0,
+  healed: new Set<string>(),
+  unexpected: [] as string[],
+};
+
+// The real backend, with a look at each claim's outcome (the gateway itself is unchanged).
+const inner = opened.lock;
+const backend: LockBackend = {
+  async claim(key, leaseMs) {
+    const outcome = await inner.claim(key, leaseMs);
+    const ctx = delivery.getStore();
+    if (ctx && outcome.status === "held") ctx.metHeld = true;
+    return outcome;
+  },
+  complete: (claim) => inner.complete(claim),
+  release: (claim) => inner.release(claim),
+};
+
+const quiet: Logger = {
+  info() {},
+  warn() {},
+  error(message, fields) {
+    if (fields?.error !== "Error: transient supplier error")
+      counts.unexpected.push(`${message} ${JSON.stringify(fields)}`);
+  },
+};
+
+const supplier = await startSupplier();
+const orders = Array.from({ length: orderCount }, (_, i) => {
+  const orderId = `po-${String(i + 1).padStart(5, "0")}`;
+  const roll = random();
+  const fate = roll < CRASH_SHARE ? "crash" : roll < CRASH_SHARE + FAIL_SHARE ? "fail" : "plain";
+  return { orderId, key: `order:${orderId}`, fate };
+});
+const failOnce = new Set(orders.filter((o) => o.fate === "fail").map((o) => o.orderId));
+const crashed = new Set(orders.filter((o) => o.fate === "crash").map((o) => o.orderId));
+
+const handler = idempotentHttp(
+  {
+    backend,
+    leaseMs: LEASE_MS,
+    waitMs,
+    logger: quiet,
+    key: ({ message }) =>
+      message.attributes.orderId ? `order:${message.attributes.orderId}` : undefined,
+    onDuplicate: () => {
+      counts.duplicates += 1;
+    },
+  },
+  async (message, _req, _res) => {
+    const orderId = message.attributes.orderId ?? "";
+    counts.bodies += 1;
+    if (failOnce.delete(orderId)) throw new Error("transient supplier error");
+    await sendOrder(supplier.url, orderId, `order:${orderId}`);
+    if (crashed.has(orderId)) counts.healed.add(orderId);
+  },
+);
+const push = createServer((req, res) => {
+  const ctx = { metHeld: false };
+  res.on("finish", () => {
+    if (res.statusCode === 503) counts.contention += 1;
+    else if (ctx.metHeld) counts.savedByWait += 1;
+    if (res.statusCode === 500) counts.transient += 1;
+  });
+  delivery.run(ctx, () => handler(req, res));
+});
+await new Promise<void>((done) => push.listen(0, "127.0.0.1", done));
+const pushUrl = `http://127.0.0.1:${(push.address() as AddressInfo).port}/`;
+
+// Warm up the HTTP client, so the storm's first deliveries are not late behind its setup.
+await sendOrder(supplier.url, "warm-up", "warm-up");
+supplier.arrivals.clear();
+supplier.accepted.clear();
+
+// The crash: before the storm, a worker takes the crash orders and dies mid-body.
+const crashOrders = orders.filter((o) => o.fate === "crash");
+if (crashOrders.length > 0) {
+  if (BACKENDS[name].shared) {
+    const workerPath = fileURLToPath(new URL("./crash-worker.ts", import.meta.url));
+    const loader = fileURLToPath(new URL("../../scripts/text-loader.mjs", import.meta.url));
+    const slices = Array.from({ length: CRASH_WORKERS }, (_, w) =>
+      crashOrders.filter((_, i) => i % CRASH_WORKERS === w),
+    ).filter((s) => s.length > 0);
+    await Promise.all(
+      slices.map(
+        (slice) =>
+          new Promise<void>((done, reject) => {
+            const child = fork(workerPath, [], {
+              execArgv: ["--import", "tsx", "--import", loader],
+              stdio: ["ignore", "inherit", "inherit", "ipc"],
+            });
+            const job: CrashJob = {
+              backend: name,
+              config,
+              supplierUrl: supplier.url,
+              leaseMs: CRASH_LEASE_MS,
+              orders: slice.map(({ orderId, key }) => ({ orderId, key })),
+            };
+            child.once("spawn", () => child.send(job));
+            child.once("exit", (code) =>
+              code === 0 ? done() : reject(new Error(`crash worker exited with ${code}`)),
+            );
+          }),
+      ),
+    );
+  } else {
+    // In-process stand-in: claim, send, and abandon the claim as a dead process would.
+    await Promise.all(
+      crashOrders.map(async ({ orderId, key }) => {
+        const outcome = await inner.claim(key, CRASH_LEASE_MS);
+        if (outcome.status !== "won") throw new Error(`crash claim of ${key}: ${outcome.status}`);
+        await sendOrder(supplier.url, orderId, key);
+      }),
+    );
+  }
+}
+
+// Progress: a bar on a terminal, a plain line every ~10% otherwise.
+const tty = process.stdout.isTTY === true;
+let finished = 0;
+let lastTenth = -1;
+function progress(): void {
+  const share = finished / orderCount;
+  if (tty) {
+    const width = 30;
+    const full = Math.round(share * width);
+    process.stdout.write(
+      `\r[${"#".repeat(full)}${".".repeat(width - full)}] ${finished}/${orderCount} orders`,
+    );
+    if (finished === orderCount) process.stdout.write("\n");
+  } else {
+    const tenth = Math.floor(share * 10);
+    if (tenth !== lastTenth) {
+      lastTenth = tenth;
+      console.log(`progress: ${finished}/${orderCount} orders settled`);
+    }
+  }
+}
+
+const started = Date.now();
+let deliveries = 0;
+const unacked: string[] = [];
+let next = 0;
+// The dead worker's messages are redelivered first, while its claims are still live.
+const queue = [...crashOrders, ...orders.filter((o) => o.fate !== "crash")];
+progress();
+// A bounded pool of orders in flight, each one a full Pub/Sub delivery storm of its own.
+await Promise.all(
+  Array.from({ length: Math.min(IN_FLIGHT, orderCount) }, async () => {
+    while (next < queue.length) {
+      const order = queue[next++];
+      if (!order) break;
+      const report = await simulatePushDeliveries({
+        url: pushUrl,
+        messages: [
+          pushBody({ orderId: order.orderId }, { attributes: { orderId: order.orderId } }),
+        ],
+        copies: 3,
+        concurrency: 2,
+        maxRedeliveries: 8,
+        backoffMs: 40,
+      });
+      deliveries += report.deliveries;
+      if (report.unacked.length > 0) unacked.push(order.orderId);
+      finished += 1;
+      progress();
+    }
+  }),
+);
+const seconds = (Date.now() - started) / 1000;
+
+let once = 0;
+let more = 0;
+let never = 0;
+let reSends = 0;
+for (const { orderId } of orders) {
+  const n = supplier.accepted.get(orderId) ?? 0;
+  if (n === 1) once += 1;
+  else if (n > 1) more += 1;
+  else never += 1;
+  reSends += (supplier.arrivals.get(orderId) ?? 0) - n;
+}
+
+const rows: [string, string | number][] = [
+  ["backend", `${name}${BACKENDS[name].shared ? "" : " (crash simulated in-process)"}`],
+  ["orders", orderCount],
+  ["deliveries", deliveries],
+  ["bodies run", counts.bodies],
+  ["duplicates skipped", counts.duplicates],
+  ["contention nacks (503)", counts.contention],
+  [`nacks saved by waitMs=${waitMs}`, counts.savedByWait],
+  ["transient failures (500)", counts.transient],
+  ["crashes healed", `${counts.healed.size}/${crashOrders.length}`],
+  ["re-sends de-duplicated by supplier", reSends],
+  ["orders at supplier exactly once", once],
+  ["orders at supplier more than once", more],
+  ["orders at supplier never", never],
+  ["orders never acked", unacked.length],
+  ["time", `${seconds.toFixed(1)} s`],
+];
+const width = Math.max(...rows.map(([label]) => label.length));
+console.log("");
+for (const [label, value] of rows) console.log(`  ${label.padEnd(width)}  ${value}`);
+for (const line of counts.unexpected.slice(0, 5)) console.error(`unexpected: ${line}`);
+
+const ok =
+  once === orderCount &&
+  unacked.length === 0 &&
+  counts.healed.size === crashOrders.length &&
+  counts.unexpected.length === 0;
+console.log(ok ? "\nOK: every order acked and at the supplier exactly once" : "\nFAILED");
+
+await new Promise<void>((done) => {
+  push.close(() => done());
+  push.closeAllConnections();
+});
+await supplier.close();
+await opened.close({ cleanup: true });
+process.exitCode = ok ? 0 : 1;

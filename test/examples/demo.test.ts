@@ -1,0 +1,105 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { findOrStartRedis, type RedisServer } from "../harness/redis.js";
+
+const run = promisify(execFile);
+const FLAGS = ["--import", "tsx", "--import", "./scripts/text-loader.mjs", "examples/demo/main.ts"];
+
+async function demo(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [...FLAGS, ...args], {
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
+
+/** The value of one row of the final table. */
+function row(stdout: string, label: string): string {
+  const line = stdout.split("\n").find((l) => l.trimStart().startsWith(label));
+  if (!line) throw new Error(`no "${label}" row in:\n${stdout}`);
+  return line.trim().slice(label.length).trim();
+}
+
+function expectCleanRun(result: { code: number; stdout: string; stderr: string }, orders: number) {
+  expect(result.stderr).toBe("");
+  expect(result.code).toBe(0);
+  const { stdout } = result;
+  expect(row(stdout, "orders at supplier exactly once")).toBe(String(orders));
+  expect(row(stdout, "orders at supplier more than once")).toBe("0");
+  expect(row(stdout, "orders at supplier never")).toBe("0");
+  expect(row(stdout, "orders never acked")).toBe("0");
+  // Each order is delivered 3 times; every copy beyond the one that ran is skipped.
+  expect(Number(row(stdout, "duplicates skipped"))).toBe(2 * orders);
+  expect(Number(row(stdout, "deliveries"))).toBeGreaterThanOrEqual(3 * orders);
+  // The crashed claims are still live when their redeliveries start: held, then healed.
+  const held =
+    Number(row(stdout, "contention nacks (503)")) +
+    Number(row(stdout, "nacks saved by waitMs=100"));
+  expect(held).toBeGreaterThan(0);
+  const [healed, crashed] = row(stdout, "crashes healed").split("/").map(Number);
+  expect(crashed).toBeGreaterThan(0);
+  expect(healed).toBe(crashed);
+  // The crash sent before dying; its redelivery re-sent and the supplier dropped it.
+  expect(row(stdout, "re-sends de-duplicated by supplier")).toBe(String(crashed));
+  expect(stdout).toContain("OK: every order acked and at the supplier exactly once");
+}
+
+let redis: RedisServer | undefined;
+let redisSkip = "";
+beforeAll(async () => {
+  const found = await findOrStartRedis();
+  if ("reason" in found) {
+    if (process.env.CI) throw new Error(`Redis is required in CI: ${found.reason}`);
+    redisSkip = found.reason;
+  } else {
+    redis = found;
+  }
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+
+// --seed 3 gives crash and transient-failure orders among the first 60.
+it("demo on memory: every order at the supplier exactly once, exit 0", async () => {
+  const result = await demo(["--orders", "60", "--seed", "3"]);
+  expectCleanRun(result, 60);
+  expect(row(result.stdout, "backend")).toBe("memory (crash simulated in-process)");
+});
+
+it("demo on redis: a real crashing child process heals after its lease, exit 0", async (ctx) => {
+  if (!redis) {
+    console.warn(`skipping the redis demo: ${redisSkip}`);
+    ctx.skip();
+    return;
+  }
+  const result = await demo([
+    "--orders",
+    "60",
+    "--seed",
+    "3",
+    "--backend",
+    "redis",
+    "--redis-url",
+    redis.url,
+  ]);
+  expectCleanRun(result, 60);
+  expect(row(result.stdout, "backend")).toBe("redis");
+});
+
+it("demo --help explains the options and the in-process crash on memory", async () => {
+  const result = await demo(["--help"]);
+  expect(result.code).toBe(0);
+  for (const word of ["--orders", "--backend", "--redis-url", "REDIS_URL", "in-process", "waitMs"])
+    expect(result.stdout).toContain(word);
+});
+
+it("demo rejects an unknown backend with exit code 2", async () => {
+  const result = await demo(["--backend", "nope"]);
+  expect(result.code).toBe(2);
+  expect(result.stderr).toContain("unknown --backend");
+});

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { defineConfig, type Plugin } from "vitest/config";
 import SummaryReporter from "./test/harness/summary-reporter.js";
 
@@ -13,8 +14,21 @@ const textFiles: Plugin = {
   },
 };
 
+const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
+
 export default defineConfig({
   plugins: [textFiles],
+  // Examples import the package by name, as users do; tests run them from the sources.
+  resolve: {
+    alias: [
+      { find: /^gcp-pubsub-idempotency$/, replacement: src("index.ts") },
+      { find: /^gcp-pubsub-idempotency\/testing$/, replacement: src("testing/index.ts") },
+      {
+        find: /^gcp-pubsub-idempotency\/(redis|sql|datastore|firestore)$/,
+        replacement: src("backends/$1/index.ts"),
+      },
+    ],
+  },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

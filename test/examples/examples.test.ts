@@ -1,16 +1,12 @@
-import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-// Examples import the package by name; point those names at the sources (tsconfig `paths`
-// does this for tsc and tsx, not for vitest).
-vi.mock("gcp-pubsub-idempotency", () => import("../../src/index.js"));
-vi.mock("gcp-pubsub-idempotency/redis", () => import("../../src/backends/redis/index.js"));
-// Registering with functions-framework is the deploy path; the test calls the handler.
-vi.mock("@google-cloud/functions-framework", () => ({ cloudEvent: vi.fn() }));
-
+import {
+  createHandler as createFunction,
+  handleOrder,
+} from "../../examples/cloud_function_datastore.js";
 import { createApp, type Order } from "../../examples/cloud_run_worker.js";
 import { createHandler as createPoHandler, memoryStore } from "../../examples/mutex_po_updates.js";
 import { createListener } from "../../examples/pull_worker.js";
@@ -42,13 +38,6 @@ afterAll(async () => {
   client?.disconnect();
   await redisServer?.stop();
 });
-
-// The datastore subpath is merged from another branch; until then its example is not loadable.
-const exported = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
-  .exports as Record<string, unknown>;
-const hasDatastore =
-  existsSync(new URL("../../src/backends/datastore/index.ts", import.meta.url)) &&
-  "./datastore" in exported;
 
 /** Every backend the examples are exercised on: memory always, Redis when reachable. */
 const backends: [string, () => LockBackend | undefined][] = [
@@ -105,37 +94,27 @@ describe.each(backends)("examples on %s", (name, make) => {
     }
   });
 
-  it.skipIf(!hasDatastore)(
-    "cloud_function_datastore: a redelivered CloudEvent runs once, a concurrent one nacks",
-    async (ctx) => {
-      const backend = backendOrSkip(ctx);
-      // Resolved only here (doMock is not hoisted): the subpath may be absent on this branch.
-      // A computed specifier, so tsc does not need the module before it is merged.
-      const source = new URL("../../src/backends/datastore/index.ts", import.meta.url).href;
-      vi.doMock("gcp-pubsub-idempotency/datastore", () => import(source));
-      const { createHandler: createFunction, handleOrder } = await import(
-        "../../examples/cloud_function_datastore.js"
-      );
-      const sent: string[] = [];
-      let releaseFirst = () => {};
-      const gate = new Promise<void>((done) => {
-        releaseFirst = done;
-      });
-      const handler = createFunction(backend, async (order, key) => {
-        sent.push(`${order.orderId}@${key}`);
-        await gate;
-      });
-      const event = structuredCloudEvent({ orderId: "o-1" }, { messageId: "m-1" });
-      const first = handler(event);
-      // While the first holds the key, a concurrent copy rejects (a 500 nack in the framework).
-      await expect(handler(event)).rejects.toBeInstanceOf(InProgress);
-      releaseFirst();
-      await first;
-      await handler(event); // redelivery after success: resolves (ack), body skipped
-      expect(sent).toEqual(["o-1@order:m-1"]);
-      expect(typeof handleOrder).toBe("function");
-    },
-  );
+  it("cloud_function_datastore: a redelivered CloudEvent runs once, a concurrent one nacks", async (ctx) => {
+    const backend = backendOrSkip(ctx);
+    const sent: string[] = [];
+    let releaseFirst = () => {};
+    const gate = new Promise<void>((done) => {
+      releaseFirst = done;
+    });
+    const handler = createFunction(backend, async (order, key) => {
+      sent.push(`${order.orderId}@${key}`);
+      await gate;
+    });
+    const event = structuredCloudEvent({ orderId: "o-1" }, { messageId: "m-1" });
+    const first = handler(event);
+    // While the first holds the key, a concurrent copy rejects (a 500 nack in the framework).
+    await expect(handler(event)).rejects.toBeInstanceOf(InProgress);
+    releaseFirst();
+    await first;
+    await handler(event); // redelivery after success: resolves (ack), body skipped
+    expect(sent).toEqual(["o-1@order:m-1"]);
+    expect(typeof handleOrder).toBe("function");
+  });
 
   it("pull_worker: acks once-run messages and duplicates, nacks a failure", async (ctx) => {
     const backend = backendOrSkip(ctx);

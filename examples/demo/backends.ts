@@ -3,16 +3,37 @@
  * serialisable config, so the crashing child process can build the same one from what
  * the parent sends it. Adding a store (sqlite, postgres, …) is one more entry here.
  */
+import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { InMemoryLock, type LockBackend } from "gcp-pubsub-idempotency";
 import { RedisLock } from "gcp-pubsub-idempotency/redis";
+import { SqlLock } from "gcp-pubsub-idempotency/sql";
 import { Redis } from "ioredis";
+import mysql from "mysql2/promise";
+import pg from "pg";
 
 /** What the parent passes to every process that opens the backend. */
 export interface BackendConfig {
   /** Per-run namespace: a prefix, table or kind name so runs never see each other's keys. */
   readonly runId: string;
   readonly redisUrl: string;
+  /** The SQLite file every process of the run opens. */
+  readonly sqlitePath: string;
+  readonly databaseUrl: string;
+  readonly mysqlUrl: string;
 }
+
+/** The default SQLite file of a run: in the temp folder, one per run. */
+export function sqlitePathFor(runId: string): string {
+  const dir = join(tmpdir(), "gcp-pubsub-idempotency-demo");
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `${runId}.db`);
+}
+
+/** A table name of the run's own, so runs on one database never see each other's keys. */
+const tableFor = (runId: string) => `demo_${runId.replace(/[^a-z0-9]/gi, "_")}`;
 
 export interface OpenBackend {
   readonly lock: LockBackend;
@@ -31,6 +52,59 @@ export interface BackendEntry {
 }
 
 export const BACKENDS = {
+  sqlite: {
+    describe: "SqlLock on an embedded SQLite file (better-sqlite3, WAL) in the temp folder",
+    shared: true,
+    async open(config) {
+      const db = new Database(config.sqlitePath);
+      const lock = new SqlLock({ client: db, table: "demo_records", ttlMs: 10 * 60_000 });
+      await lock.ensureSchema();
+      return {
+        lock,
+        async close(options) {
+          db.close();
+          if (options?.cleanup) {
+            for (const end of ["", "-wal", "-shm"])
+              rmSync(`${config.sqlitePath}${end}`, { force: true });
+          }
+        },
+      };
+    },
+  },
+  postgres: {
+    describe: "SqlLock on PostgreSQL at --database-url / DATABASE_URL / 127.0.0.1:5432",
+    shared: true,
+    async open(config) {
+      const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 16 });
+      const table = tableFor(config.runId);
+      const lock = new SqlLock({ client: pool, table, ttlMs: 10 * 60_000 });
+      await lock.ensureSchema();
+      return {
+        lock,
+        async close(options) {
+          if (options?.cleanup) await pool.query(`DROP TABLE IF EXISTS ${table}`);
+          await pool.end();
+        },
+      };
+    },
+  },
+  mysql: {
+    describe: "SqlLock on MySQL/MariaDB at --mysql-url / MYSQL_URL / 127.0.0.1:3306/test",
+    shared: true,
+    async open(config) {
+      const pool = mysql.createPool({ uri: config.mysqlUrl, connectionLimit: 16 });
+      const table = tableFor(config.runId);
+      const lock = new SqlLock({ client: pool, table, ttlMs: 10 * 60_000 });
+      await lock.ensureSchema();
+      return {
+        lock,
+        async close(options) {
+          if (options?.cleanup) await pool.query(`DROP TABLE IF EXISTS ${table}`);
+          await pool.end();
+        },
+      };
+    },
+  },
   memory: {
     describe: "InMemoryLock in this process (no server; crashes are simulated in-process)",
     shared: false,

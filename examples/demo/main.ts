@@ -16,6 +16,7 @@ import {
   type BackendName,
   isBackendName,
   openBackend,
+  sqlitePathFor,
 } from "./backends.js";
 import type { CrashJob } from "./crash-worker.js";
 import { sendOrder, startSupplier } from "./supplier.js";
@@ -43,12 +44,16 @@ Options:
   --backend NAME      ${Object.entries(BACKENDS)
     .map(([name, b]) => `${name}: ${b.describe}`)
     .join("\n                      ")}
-                      default memory. With memory, the store cannot be shared with
+                      default sqlite. With memory, the store cannot be shared with
                       another process, so the crash runs in-process: the demo claims the
-                      key, sends to the supplier and abandons the claim. With redis the
+                      key, sends to the supplier and abandons the claim. With the others the
                       crash is a real child process (child_process.fork) that exits.
   --redis-url URL     Redis server (else REDIS_URL, else redis://127.0.0.1:6379); each run
                       uses its own key prefix and removes its keys at the end
+  --sqlite-file PATH  SQLite file (default: a new file per run in the temp folder)
+  --database-url URL  PostgreSQL (else DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test)
+  --mysql-url URL     MySQL/MariaDB (else MYSQL_URL, else mysql://root@127.0.0.1:3306/test);
+                      PostgreSQL and MySQL runs use a table of their own, dropped at the end
   --wait-ms N         the gateway's waitMs: how long a held key is retried before a 503
                       (default 100)
   --seed N            seed for which orders fail or crash (default 1)
@@ -69,8 +74,11 @@ function fail(text: string): never {
 const { values } = parseArgs({
   options: {
     orders: { type: "string", default: "2000" },
-    backend: { type: "string", default: "memory" },
+    backend: { type: "string", default: "sqlite" },
     "redis-url": { type: "string" },
+    "sqlite-file": { type: "string" },
+    "database-url": { type: "string" },
+    "mysql-url": { type: "string" },
     "wait-ms": { type: "string", default: "100" },
     seed: { type: "string", default: "1" },
     help: { type: "boolean", default: false },
@@ -97,9 +105,14 @@ function random(): number {
   return seed / 2147483648;
 }
 
+const runId = `${Date.now().toString(36)}-${process.pid}`;
 const config: BackendConfig = {
-  runId: `${Date.now().toString(36)}-${process.pid}`,
+  runId,
   redisUrl: values["redis-url"] ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+  sqlitePath: values["sqlite-file"] ?? sqlitePathFor(runId),
+  databaseUrl:
+    values["database-url"] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  mysqlUrl: values["mysql-url"] ?? process.env.MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test",
 };
 let opened: Awaited<ReturnType<typeof openBackend>>;
 try {

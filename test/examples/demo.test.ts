@@ -66,9 +66,21 @@ afterAll(async () => {
 
 // --seed 3 gives crash and transient-failure orders among the first 60.
 it("demo on memory: every order at the supplier exactly once, exit 0", async () => {
-  const result = await demo(["--orders", "60", "--seed", "3"]);
+  const result = await demo(["--orders", "60", "--seed", "3", "--backend", "memory"]);
   expectCleanRun(result, 60);
   expect(row(result.stdout, "backend")).toBe("memory (crash simulated in-process)");
+});
+
+it("demo with no options: SQLite, real crashing child processes, exit 0", async () => {
+  const result = await demo(["--orders", "60", "--seed", "3"]);
+  expectCleanRun(result, 60);
+  expect(row(result.stdout, "backend")).toBe("sqlite");
+});
+
+it.each(["postgres", "mysql"])("demo on %s: exit 0, every order exactly once", async (backend) => {
+  const result = await demo(["--orders", "60", "--seed", "3", "--backend", backend]);
+  expectCleanRun(result, 60);
+  expect(row(result.stdout, "backend")).toBe(backend);
 });
 
 it("demo on redis: a real crashing child process heals after its lease, exit 0", async (ctx) => {

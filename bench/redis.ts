@@ -28,7 +28,10 @@ import { Redis } from "ioredis";
 const quick = process.argv.includes("--quick");
 const write = process.argv.includes("--write");
 const MEASURE_MS = quick ? 300 : 2_000;
-const WARMUP_MS = quick ? 100 : 500;
+const WARMUP_MS = quick ? 100 : 300;
+// A cell's time is split into rounds, the five systems interleaved within each round, so a
+// burst of load from elsewhere on the machine lands on all of them alike.
+const ROUNDS = quick ? 1 : 4;
 const CONCURRENCY = [1, 16, 64] as const;
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const TTL_S = 3_600;
@@ -42,6 +45,10 @@ type System =
   | "floor/ioredis"
   | "floor/@redis"
   | "powertools/@redis";
+interface Sample {
+  latencies: number[];
+  seconds: number;
+}
 interface Result {
   opsPerSec: number;
   p50: number; // µs
@@ -55,7 +62,7 @@ async function drive(
   concurrency: number,
   ms: number,
   counter: { i: number },
-): Promise<Result> {
+): Promise<Sample> {
   const latencies: number[] = [];
   const deadline = process.hrtime.bigint() + BigInt(ms) * 1_000_000n;
   const worker = async () => {
@@ -68,8 +75,12 @@ async function drive(
   };
   const start = process.hrtime.bigint();
   await Promise.all(Array.from({ length: concurrency }, worker));
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  latencies.sort((a, b) => a - b);
+  return { latencies, seconds: Number(process.hrtime.bigint() - start) / 1e9 };
+}
+
+function summarize(samples: Sample[]): Result {
+  const latencies = samples.flatMap((sample) => sample.latencies).sort((a, b) => a - b);
+  const seconds = samples.reduce((sum, sample) => sum + sample.seconds, 0);
   const at = (q: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
   return {
@@ -82,9 +93,9 @@ async function drive(
 
 // One counter for the whole run, so every first delivery gets a key never used before.
 const counter = { i: 0 };
-async function measure(op: (i: number) => Promise<void>, concurrency: number): Promise<Result> {
+async function measure(op: (i: number) => Promise<void>, concurrency: number): Promise<Sample> {
   await drive(op, concurrency, WARMUP_MS, counter);
-  return drive(op, concurrency, MEASURE_MS, counter);
+  return drive(op, concurrency, MEASURE_MS / ROUNDS, counter);
 }
 
 /** A rejection that must be `kind`, so a wrong outcome stops the run instead of timing it. */
@@ -157,17 +168,22 @@ const floorNr = () =>
 await lock("dup", ioOpts, body);
 await lock("dup", nrOpts, body);
 await ptHandler({ id: "dup" }, context);
+// Held keys are claimed right before the contention runs: a lease (ours) and an in-progress
+// expiry (Powertools: getRemainingTimeInMillis) of 60 s would lapse during a full run.
 let openGate = () => {};
-const gate = new Promise<void>((done) => {
-  openGate = done;
-});
-ptGate = gate;
-const holders = [
-  lock("held", ioOpts, () => gate),
-  lock("held", nrOpts, () => gate),
-  ptHandler({ id: "held" }, context),
-];
-await new Promise((done) => setTimeout(done, 50)); // let the three claims land
+let holders: Promise<unknown>[] = [];
+async function holdKeys(): Promise<void> {
+  const gate = new Promise<void>((done) => {
+    openGate = done;
+  });
+  ptGate = gate;
+  holders = [
+    lock("held", ioOpts, () => gate),
+    lock("held", nrOpts, () => gate),
+    ptHandler({ id: "held" }, context),
+  ];
+  await new Promise((done) => setTimeout(done, 50)); // let the three claims land
+}
 
 const ops: Record<Scenario, Record<System, (i: number) => Promise<void>>> = {
   first: {
@@ -234,16 +250,21 @@ const header = [
   `Date: ${new Date().toISOString()}${quick ? " (--quick)" : ""}`,
   `Machine: ${machine}`,
   `Node ${process.version}; Redis ${redisVersion} at ${REDIS_URL.replace(/\/\/[^@]*@/, "//")}; ioredis ${version("ioredis")}; @redis/client ${version("@redis/client")}; @aws-lambda-powertools/idempotency ${version("@aws-lambda-powertools/idempotency")}`,
-  `Each cell: ${WARMUP_MS} ms warm-up, then ${MEASURE_MS} ms with the given number of operations in flight, one process.`,
+  `Each cell: ${ROUNDS} round(s), the five systems interleaved, each round ${WARMUP_MS} ms warm-up then ${MEASURE_MS / ROUNDS} ms timed (${MEASURE_MS} ms in all) with the given number of operations in flight; one process, client and server on the same machine.`,
 ];
 console.log(header.join("\n"));
 
 const results = new Map<string, Result>();
 const cell = (s: Scenario, sys: System, c: number) => `${s}|${sys}|${c}`;
 for (const s of SCENARIOS) {
+  if (s === "contention") await holdKeys();
   for (const c of CONCURRENCY) {
+    const samples = new Map<System, Sample[]>(SYSTEMS.map((sys) => [sys, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const sys of SYSTEMS) samples.get(sys)?.push(await measure(ops[s][sys], c));
+    }
     for (const sys of SYSTEMS) {
-      const r = await measure(ops[s][sys], c);
+      const r = summarize(samples.get(sys) ?? []);
       results.set(cell(s, sys, c), r);
       console.error(
         `${s.padEnd(10)} c=${String(c).padEnd(2)} ${sys.padEnd(18)} ${fmt(r.opsPerSec).padStart(8)}/s  p50 ${r.p50.toFixed(0)} µs  p99 ${r.p99.toFixed(0)} µs`,

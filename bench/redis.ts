@@ -273,21 +273,26 @@ console.log(header.join("\n"));
 
 const results = new Map<string, Result>();
 const cell = (s: Scenario, sys: System, c: number) => `${s}|${sys}|${c}`;
-for (const s of SCENARIOS) {
-  if (s === "contention") await holdKeys();
-  for (const c of CONCURRENCY) {
-    const samples = new Map<System, Sample[]>(SYSTEMS.map((sys) => [sys, []]));
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const sys of SYSTEMS) samples.get(sys)?.push(await measure(ops[s][sys], c));
-    }
-    for (const sys of SYSTEMS) {
-      const r = summarize(samples.get(sys) ?? []);
-      results.set(cell(s, sys, c), r);
-      console.error(
-        `${s.padEnd(10)} c=${String(c).padEnd(2)} ${sys.padEnd(18)} ${fmt(r.opsPerSec).padStart(8)}/s  p50 ${r.p50.toFixed(0)} µs  p99 ${r.p99.toFixed(0)} µs`,
-      );
+try {
+  for (const s of SCENARIOS) {
+    if (s === "contention") await holdKeys();
+    for (const c of CONCURRENCY) {
+      const samples = new Map<System, Sample[]>(SYSTEMS.map((sys) => [sys, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const sys of SYSTEMS) samples.get(sys)?.push(await measure(ops[s][sys], c));
+      }
+      for (const sys of SYSTEMS) {
+        const r = summarize(samples.get(sys) ?? []);
+        results.set(cell(s, sys, c), r);
+        console.error(
+          `${s.padEnd(10)} c=${String(c).padEnd(2)} ${sys.padEnd(18)} ${fmt(r.opsPerSec).padStart(8)}/s  p50 ${r.p50.toFixed(0)} µs  p99 ${r.p99.toFixed(0)} µs`,
+        );
+      }
     }
   }
+} catch (error) {
+  await cleanUp(); // a failed run leaves no keys behind either
+  throw error;
 }
 
 openGate();
@@ -381,14 +386,7 @@ if (write) {
 
 // --- clean up: only this run's keys ----------------------------------------------------------
 
-let deleted = 0;
-let cursor = "0";
-do {
-  const [nextCursor, keys] = await io.scan(cursor, "MATCH", `${RUN}*`, "COUNT", 1_000);
-  cursor = nextCursor;
-  if (keys.length > 0) deleted += await io.unlink(...keys);
-} while (cursor !== "0");
-console.error(`deleted ${deleted} keys under ${RUN}`);
+await cleanUp();
 io.disconnect();
 await nr.close();
 await ptClient.close();
@@ -404,4 +402,15 @@ function version(name: string): string {
   } catch {
     return "?";
   }
+}
+
+async function cleanUp(): Promise<void> {
+  let deleted = 0;
+  let cursor = "0";
+  do {
+    const [nextCursor, keys] = await io.scan(cursor, "MATCH", `${RUN}*`, "COUNT", 1_000);
+    cursor = nextCursor;
+    if (keys.length > 0) deleted += await io.unlink(...keys);
+  } while (cursor !== "0");
+  console.error(`deleted ${deleted} keys under ${RUN}`);
 }

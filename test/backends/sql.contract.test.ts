@@ -385,7 +385,7 @@ describe("SqlLock sqlite: two OS processes on one WAL file", () => {
     const keys = Array.from({ length: 2000 }, (_, i) => `proc:${i}`);
     const children = [0, 1].map(() =>
       fork(join(here, "../harness/sqlite-child.ts"), [file, b!.table, "0"], {
-        execArgv: ["--import", "tsx", "--import", join(here, "../harness/sql-text-loader.mjs")],
+        execArgv: ["--import", "tsx", "--import", join(here, "../../scripts/text-loader.mjs")],
         stdio: ["ignore", "inherit", "inherit", "ipc"],
       }),
     );

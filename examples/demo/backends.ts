@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { InMemoryLock, type LockBackend } from "gcp-pubsub-idempotency";
+import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
+import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
 import { RedisLock } from "gcp-pubsub-idempotency/redis";
 import { SqlLock } from "gcp-pubsub-idempotency/sql";
 import { Redis } from "ioredis";
@@ -30,6 +32,12 @@ export function sqlitePathFor(runId: string): string {
   const dir = join(tmpdir(), "gcp-pubsub-idempotency-demo");
   mkdirSync(dir, { recursive: true });
   return join(dir, `${runId}.db`);
+}
+
+/** A project named in the environment spares the client a metadata-server lookup. */
+function projectOption(): { projectId?: string } {
+  const projectId = process.env.GOOGLE_CLOUD_PROJECT ?? process.env.GCLOUD_PROJECT;
+  return projectId ? { projectId } : {};
 }
 
 /** A table name of the run's own, so runs on one database never see each other's keys. */
@@ -103,6 +111,31 @@ export const BACKENDS = {
           await pool.end();
         },
       };
+    },
+  },
+  datastore: {
+    describe: "DatastoreLock on the emulator at DATASTORE_EMULATOR_HOST (or your project's ADC)",
+    shared: true,
+    async open(config) {
+      // A namespace per run: the emulator's message ids restart, a run's records must not.
+      const lock = new DatastoreLock({
+        ...projectOption(),
+        namespace: `demo-${config.runId}`,
+        ttlMs: 10 * 60_000,
+      });
+      return { lock, close: () => lock.close() };
+    },
+  },
+  firestore: {
+    describe: "FirestoreLock on the emulator at FIRESTORE_EMULATOR_HOST (or your project's ADC)",
+    shared: true,
+    async open(config) {
+      const lock = new FirestoreLock({
+        ...projectOption(),
+        collection: `demo-${config.runId}`,
+        ttlMs: 10 * 60_000,
+      });
+      return { lock, close: () => lock.close() };
     },
   },
   memory: {

@@ -1,26 +1,44 @@
 -- Claim a key in one statement.
 -- $1 key (text), $2 lease ms (bigint), $3 ttl ms (bigint), $4 this claim's random token (text).
 -- Returns one row: state, fencing_id, lease_expires_at, token. The claim was won iff
--- token = $4. The outcome is decided inside DO UPDATE, which sees the latest committed row
--- (not the statement's snapshot), so a lost race still answers done/held in this round trip.
--- DO UPDATE always fires (rewriting a held/done row unchanged) so RETURNING always has a row.
-INSERT INTO {{table}} AS r ("key", state, fencing_id, lease_expires_at, expires_at, token)
-SELECT $1::text, 'claimed', 1, n.now + $2::bigint, n.now + $2::bigint + $3::bigint, $4::text
-FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now) AS n
-ON CONFLICT ("key") DO UPDATE SET
-  fencing_id = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
-      <= excluded.lease_expires_at - $2::bigint
-    THEN r.fencing_id + 1 ELSE r.fencing_id END,
-  state = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
-      <= excluded.lease_expires_at - $2::bigint
-    THEN 'claimed' ELSE r.state END,
-  lease_expires_at = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
-      <= excluded.lease_expires_at - $2::bigint
-    THEN excluded.lease_expires_at ELSE r.lease_expires_at END,
-  expires_at = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
-      <= excluded.lease_expires_at - $2::bigint
-    THEN excluded.expires_at ELSE r.expires_at END,
-  token = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
-      <= excluded.lease_expires_at - $2::bigint
-    THEN excluded.token ELSE r.token END
-RETURNING r.state, r.fencing_id, r.lease_expires_at, r.token
+-- token = $4.
+-- A live record (done and unexpired, or claimed with its lease running) in the statement's
+-- snapshot answers done/held by itself: the INSERT then gets no row, so a duplicate or a
+-- contended claim writes nothing, takes no row lock and commits without a WAL flush. (Such a
+-- record can only have moved on to done, renewed or released since the snapshot, so the
+-- answer is that of a claim an instant earlier.) Otherwise the upsert runs, and its outcome
+-- is decided inside DO UPDATE, which sees the latest committed row (not the snapshot), so a
+-- lost race still answers done/held in this round trip. DO UPDATE always fires (rewriting
+-- a held/done row unchanged) so RETURNING always has a row.
+WITH n AS (
+  SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
+), live AS (
+  SELECT c.state, c.fencing_id, c.lease_expires_at, c.token
+  FROM {{table}} AS c, n
+  WHERE c."key" = $1::text
+    AND (CASE WHEN c.state = 'done' THEN c.expires_at ELSE c.lease_expires_at END) > n.now
+), claimed AS (
+  INSERT INTO {{table}} AS r ("key", state, fencing_id, lease_expires_at, expires_at, token)
+  SELECT $1::text, 'claimed', 1, n.now + $2::bigint, n.now + $2::bigint + $3::bigint, $4::text
+  FROM n WHERE NOT EXISTS (SELECT 1 FROM live)
+  ON CONFLICT ("key") DO UPDATE SET
+    fencing_id = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
+        <= excluded.lease_expires_at - $2::bigint
+      THEN r.fencing_id + 1 ELSE r.fencing_id END,
+    state = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
+        <= excluded.lease_expires_at - $2::bigint
+      THEN 'claimed' ELSE r.state END,
+    lease_expires_at = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
+        <= excluded.lease_expires_at - $2::bigint
+      THEN excluded.lease_expires_at ELSE r.lease_expires_at END,
+    expires_at = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
+        <= excluded.lease_expires_at - $2::bigint
+      THEN excluded.expires_at ELSE r.expires_at END,
+    token = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)
+        <= excluded.lease_expires_at - $2::bigint
+      THEN excluded.token ELSE r.token END
+  RETURNING r.state, r.fencing_id, r.lease_expires_at, r.token
+)
+SELECT state, fencing_id, lease_expires_at, token FROM live
+UNION ALL
+SELECT state, fencing_id, lease_expires_at, token FROM claimed

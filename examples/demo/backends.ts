@@ -59,6 +59,23 @@ export interface BackendEntry {
   open(config: BackendConfig): Promise<OpenBackend>;
 }
 
+/** A pooled SQL server: a table of the run's own, dropped on cleanup. */
+async function openSqlPool(
+  pool: (pg.Pool | mysql.Pool) & { query(sql: string): Promise<unknown>; end(): Promise<void> },
+  config: BackendConfig,
+): Promise<OpenBackend> {
+  const table = tableFor(config.runId);
+  const lock = new SqlLock({ client: pool, table, ttlMs: 10 * 60_000 });
+  await lock.ensureSchema();
+  return {
+    lock,
+    async close(options) {
+      if (options?.cleanup) await pool.query(`DROP TABLE IF EXISTS ${table}`);
+      await pool.end();
+    },
+  };
+}
+
 export const BACKENDS = {
   sqlite: {
     describe: "SqlLock on an embedded SQLite file (better-sqlite3, WAL) in the temp folder",
@@ -82,36 +99,14 @@ export const BACKENDS = {
   postgres: {
     describe: "SqlLock on PostgreSQL at --database-url / DATABASE_URL / 127.0.0.1:5432",
     shared: true,
-    async open(config) {
-      const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 16 });
-      const table = tableFor(config.runId);
-      const lock = new SqlLock({ client: pool, table, ttlMs: 10 * 60_000 });
-      await lock.ensureSchema();
-      return {
-        lock,
-        async close(options) {
-          if (options?.cleanup) await pool.query(`DROP TABLE IF EXISTS ${table}`);
-          await pool.end();
-        },
-      };
-    },
+    open: (config) =>
+      openSqlPool(new pg.Pool({ connectionString: config.databaseUrl, max: 16 }), config),
   },
   mysql: {
     describe: "SqlLock on MySQL/MariaDB at --mysql-url / MYSQL_URL / 127.0.0.1:3306/test",
     shared: true,
-    async open(config) {
-      const pool = mysql.createPool({ uri: config.mysqlUrl, connectionLimit: 16 });
-      const table = tableFor(config.runId);
-      const lock = new SqlLock({ client: pool, table, ttlMs: 10 * 60_000 });
-      await lock.ensureSchema();
-      return {
-        lock,
-        async close(options) {
-          if (options?.cleanup) await pool.query(`DROP TABLE IF EXISTS ${table}`);
-          await pool.end();
-        },
-      };
-    },
+    open: (config) =>
+      openSqlPool(mysql.createPool({ uri: config.mysqlUrl, connectionLimit: 16 }), config),
   },
   datastore: {
     describe: "DatastoreLock on the emulator at DATASTORE_EMULATOR_HOST (or your project's ADC)",

@@ -378,6 +378,27 @@ describe("SqlLock sqlite: busy database", () => {
     });
     expect(won(await b.claim("busy2", 60_000)).fencingId).toBe(1);
   });
+
+  it("a duplicate or contended claim answers while another process holds the write lock", async () => {
+    const [b0] = await targets[2]!.make(60_000);
+    const file = `${b0!.table}.db`;
+    const db = sqlite.open(file);
+    db.pragma("busy_timeout = 1");
+    const b = new SqlLock({ client: db, table: b0!.table });
+    expect(await b.complete(won(await b.claim("done", 60_000)))).toBe(true);
+    won(await b.claim("held", 60_000));
+    const blocker = sqlite.open(file);
+    blocker.exec("BEGIN IMMEDIATE");
+    try {
+      // Neither answer needs to write, so neither waits for (or fails on) the writer.
+      expect(await b.claim("done", 60_000)).toEqual({ status: "done" });
+      expect(await b.claim("held", 60_000)).toMatchObject({ status: "held" });
+      const error = await b.claim("absent", 60_000).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendError);
+    } finally {
+      blocker.exec("ROLLBACK");
+    }
+  });
 });
 
 describe("SqlLock sqlite: two OS processes on one WAL file", () => {

@@ -19,6 +19,7 @@ import pgRenew from "./postgres/renew.sql";
 import pgSchema from "./postgres/schema.sql";
 import sqliteClaim from "./sqlite/claim.sql";
 import sqliteComplete from "./sqlite/complete.sql";
+import sqlitePeek from "./sqlite/peek.sql";
 import sqlitePurge from "./sqlite/purge.sql";
 import sqliteRelease from "./sqlite/release.sql";
 import sqliteRenew from "./sqlite/renew.sql";
@@ -140,6 +141,7 @@ export class SqlLock implements LockBackend {
       },
       sqlite: {
         schema: sqliteSchema,
+        peek: sqlitePeek,
         claim: sqliteClaim,
         complete: sqliteComplete,
         release: sqliteRelease,
@@ -281,7 +283,8 @@ export class SqlLock implements LockBackend {
       await this.mysql("claim", [k, leaseMs, leaseMs, this.ttlMs, token, leaseMs]);
       row = (await this.mysqlRows("select", [k]))[0] as Row | undefined;
     } else {
-      row = this.sqlite("claim").get({ key, lease: leaseMs, ttl: this.ttlMs, token }) as
+      row = (this.sqlite("peek").get({ key }) ??
+        this.sqlite("claim").get({ key, lease: leaseMs, ttl: this.ttlMs, token })) as
         | Row
         | undefined;
     }

@@ -1,4 +1,5 @@
--- Claim a key in one statement (an upsert holds the write lock for its whole run).
+-- Claim a key in one statement (an upsert holds the write lock for its whole run); runs
+-- only when peek.sql found no live record.
 -- @key key, @lease lease ms, @ttl ttl ms, @token this claim's random token.
 -- Returns one row: state, fencing_id, lease_expires_at, token; won iff token = @token.
 -- DO UPDATE always fires so RETURNING always has the row; SET reads the old values.

@@ -116,3 +116,57 @@ describe("RedisLock when the connection is lost mid-run", () => {
     }
   });
 });
+
+describe("RedisLock across a server crash and restart", () => {
+  const crashRun = async (appendonly: boolean) => {
+    const crashing = await startRedisServer({ appendonly });
+    const client = new Redis(crashing.port, "127.0.0.1", {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => 50,
+    });
+    try {
+      await until(() => client.status === "ready", "ioredis to connect");
+      const backend = new RedisLock({ client, prefix: "crash:" });
+      const options = { backend, leaseMs: 60_000, logger: silent };
+      let bodies = 0;
+      await lock("done-before-crash", options, () => {
+        bodies++;
+      });
+      const held = await backend.claim("held-before-crash", 60_000);
+      await crashing.crashAndRestart();
+      await until(() => client.status === "ready", "ioredis to reconnect");
+      const redelivery = await lock("done-before-crash", options, () => {
+        bodies++;
+      }).then(
+        () => "ran again",
+        (error: unknown) => (error instanceof Duplicate ? "duplicate" : String(error)),
+      );
+      return {
+        bodies,
+        held,
+        heldAfter: await backend.claim("held-before-crash", 60_000),
+        redelivery,
+      };
+    } finally {
+      client.disconnect();
+      await crashing.stop();
+    }
+  };
+
+  it("with appendonly (fsync always) done records, held claims and fences survive a SIGKILL", async () => {
+    const run = await crashRun(true);
+    expect(run.redelivery).toBe("duplicate");
+    expect(run.bodies).toBe(1);
+    expect(run.held.status).toBe("won");
+    expect(run.heldAfter).toMatchObject({ status: "held" });
+  });
+
+  it("without persistence a restart forgets: the redelivery runs the body again (why AOF)", async () => {
+    const run = await crashRun(false);
+    expect(run.redelivery).toBe("ran again");
+    expect(run.bodies).toBe(2);
+    // The forgotten claim starts over at fence 1: nothing fences out its old holder now.
+    expect(run.heldAfter).toMatchObject({ status: "won", claim: { fencingId: 1 } });
+  });
+});

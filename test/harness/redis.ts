@@ -109,22 +109,50 @@ export async function findOrStartRedis(): Promise<RedisServer | { reason: string
   }
 }
 
-/** A throwaway redis-server (no persistence) on a free port; stop() ends it. */
-export async function startRedisServer(): Promise<RedisServer> {
+/** A private redis-server that a fault test may crash and bring back. */
+export interface RestartableRedisServer extends RedisServer {
+  /** SIGKILL the server (no shutdown save), then start it again on the same port and dir. */
+  crashAndRestart(): Promise<void>;
+}
+
+/**
+ * A throwaway redis-server on a free port; stop() ends it. Without `appendonly` it keeps
+ * nothing; with it, an append-only file with `appendfsync always` in a temp dir, so a crash
+ * loses no acknowledged write.
+ */
+export async function startRedisServer(
+  options: { appendonly?: boolean } = {},
+): Promise<RestartableRedisServer> {
   const port = await freePort();
-  const child = startServer(port);
-  try {
-    await waitFor(() => pingRedis("127.0.0.1", port), 5000, "redis-server");
-  } catch (error) {
-    await stopChild(child);
-    throw error;
-  }
+  const dir = options.appendonly ? mkdtempSync(join(tmpdir(), "idem-redis-aof-")) : undefined;
+  const extra = dir ? ["--appendonly", "yes", "--appendfsync", "always", "--dir", dir] : [];
+  const boot = async () => {
+    const started = startServer(port, extra);
+    try {
+      await waitFor(() => pingRedis("127.0.0.1", port), 5000, "redis-server");
+    } catch (error) {
+      await stopChild(started);
+      throw error;
+    }
+    return started;
+  };
+  let child = await boot();
   return {
     host: "127.0.0.1",
     port,
     url: `redis://127.0.0.1:${port}`,
     origin: `redis-server started on port ${port}`,
-    stop: () => stopChild(child),
+    crashAndRestart: async () => {
+      await new Promise<void>((done) => {
+        child.once("exit", () => done());
+        child.kill("SIGKILL");
+      });
+      child = await boot();
+    },
+    stop: async () => {
+      await stopChild(child);
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -1,4 +1,16 @@
-/** Stable machine-readable codes, one per error class. */
+/**
+ * Stable machine-readable codes, one per error class: match on `error.code` when
+ * `instanceof` is unreliable (e.g. two copies of the package in one process).
+ *
+ * @example
+ * ```ts
+ * import { IdempotencyError, type IdempotencyErrorCode } from "gcp-pubsub-idempotency";
+ *
+ * function codeOf(error: unknown): IdempotencyErrorCode | undefined {
+ *   return error instanceof IdempotencyError ? error.code : undefined;
+ * }
+ * ```
+ */
 export type IdempotencyErrorCode =
   | "DUPLICATE"
   | "IN_PROGRESS"
@@ -8,8 +20,23 @@ export type IdempotencyErrorCode =
   | "BACKEND_ERROR"
   | "MALFORMED_MESSAGE";
 
-/** Base class of every error this package raises; `code` is stable across versions. */
+/**
+ * Base class of every error this package raises; `code` is stable across versions.
+ *
+ * @example
+ * ```ts
+ * import { IdempotencyError, InMemoryLock, lock } from "gcp-pubsub-idempotency";
+ *
+ * try {
+ *   await lock("orders:42", { backend: new InMemoryLock() }, async () => {});
+ * } catch (error) {
+ *   if (error instanceof IdempotencyError) console.warn(error.code, error.message);
+ *   throw error;
+ * }
+ * ```
+ */
 export class IdempotencyError extends Error {
+  /** Which kind of failure this is; stable across versions. */
   readonly code: IdempotencyErrorCode;
   constructor(code: IdempotencyErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -18,8 +45,23 @@ export class IdempotencyError extends Error {
   }
 }
 
-/** The key completed within its ttl: the body was skipped. Ack the message. */
+/**
+ * Rejection of {@link lock}: the key completed within its ttl, so the body was skipped.
+ * Ack the message.
+ *
+ * @example
+ * ```ts
+ * import { Duplicate, InMemoryLock, lock } from "gcp-pubsub-idempotency";
+ *
+ * const backend = new InMemoryLock();
+ * await lock("orders:42", { backend }, async () => {});
+ * await lock("orders:42", { backend }, async () => {}).catch((error) => {
+ *   if (!(error instanceof Duplicate)) throw error; // already done: ack
+ * });
+ * ```
+ */
 export class Duplicate extends IdempotencyError {
+  /** The key that was already completed. */
   readonly key: string;
   constructor(key: string) {
     super("DUPLICATE", `key ${quoteKey(key)} already completed; the body was skipped`);
@@ -27,9 +69,26 @@ export class Duplicate extends IdempotencyError {
   }
 }
 
-/** A live holder elsewhere owns the key. Nack and let Pub/Sub retry later. */
+/**
+ * Rejection of {@link lock} and {@link mutex}: a live holder elsewhere owns the key (or,
+ * for a mutex, `lock` completed it). Nack and let Pub/Sub retry later.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, InProgress, mutex } from "gcp-pubsub-idempotency";
+ *
+ * const backend = new InMemoryLock();
+ * await mutex("po:4711", { backend }, async () => {
+ *   await mutex("po:4711", { backend }, async () => {}).catch((error) => {
+ *     if (error instanceof InProgress) console.log("held until", error.leaseExpiresAt);
+ *   });
+ * });
+ * ```
+ */
 export class InProgress extends IdempotencyError {
+  /** The contended key. */
   readonly key: string;
+  /** When the holder's lease ends, epoch ms; absent when the key was completed by `lock`. */
   readonly leaseExpiresAt?: number;
   constructor(key: string, leaseExpiresAt?: number, detail?: string) {
     const until =
@@ -40,31 +99,86 @@ export class InProgress extends IdempotencyError {
   }
 }
 
-/** No idempotency key could be resolved for a message: refused rather than run unguarded. */
+/**
+ * No idempotency key could be resolved for a message: the gateway refuses it (fail
+ * closed) rather than run the handler unguarded, unless `allowUnguarded` is set.
+ *
+ * @example
+ * ```ts
+ * import { idempotent, InMemoryLock, UnkeyedMessage } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotent({ backend: new InMemoryLock() }, async () => {});
+ * await handler({ type: "google.cloud.pubsub.topic.v1.messagePublished", data: {} })
+ *   .catch((error) => console.log(error instanceof UnkeyedMessage)); // true
+ * ```
+ */
 export class UnkeyedMessage extends IdempotencyError {
   constructor(message = "no idempotency key could be resolved for the message") {
     super("UNKEYED_MESSAGE", message);
   }
 }
 
-/** The key is empty, not a string, or longer than MAX_KEY_BYTES. */
+/**
+ * The key is empty, not a string, or longer than {@link MAX_KEY_BYTES} UTF-8 bytes.
+ * Thrown before any I/O by the verbs, the backends and {@link assertValidKey}.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, InvalidKey, lock } from "gcp-pubsub-idempotency";
+ *
+ * await lock("", { backend: new InMemoryLock() }, async () => {})
+ *   .catch((error) => console.log(error instanceof InvalidKey)); // true
+ * ```
+ */
 export class InvalidKey extends IdempotencyError {
   constructor(message: string) {
     super("INVALID_KEY", message);
   }
 }
 
-/** An option is missing or out of range; raised before any I/O. */
+/**
+ * An option is missing or out of range; thrown before any I/O (by constructors, by the
+ * surfaces when they are built, by the verbs when they start).
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, InvalidConfiguration } from "gcp-pubsub-idempotency";
+ *
+ * try {
+ *   new InMemoryLock({ ttlMs: -1 });
+ * } catch (error) {
+ *   console.log(error instanceof InvalidConfiguration); // true
+ * }
+ * ```
+ */
 export class InvalidConfiguration extends IdempotencyError {
   constructor(message: string) {
     super("INVALID_CONFIGURATION", message);
   }
 }
 
-/** A store call failed; the message names the backend, the verb and the key. */
+/**
+ * A store call failed; the message names the backend, the verb and the key, and `cause`
+ * holds the driver's error. Before the work it propagates (nack); see the README for the
+ * failures after the work that the verbs log instead.
+ *
+ * @example
+ * ```ts
+ * import { BackendError, type LockBackend, lock } from "gcp-pubsub-idempotency";
+ *
+ * declare const backend: LockBackend;
+ * await lock("orders:42", { backend }, async () => {}).catch((error) => {
+ *   if (error instanceof BackendError) console.error(error.backend, error.verb, error.cause);
+ *   throw error;
+ * });
+ * ```
+ */
 export class BackendError extends IdempotencyError {
+  /** Which store failed, e.g. `redis`, `postgres`, `datastore`. */
   readonly backend: string;
+  /** The backend method that failed, e.g. `claim` or `purgeExpired`. */
   readonly verb: string;
+  /** The key of the call; undefined for calls without one (`purgeExpired`, `ensureSchema`). */
   readonly key: string | undefined;
   constructor(backend: string, verb: string, key: string | undefined, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
@@ -76,7 +190,21 @@ export class BackendError extends IdempotencyError {
   }
 }
 
-/** A push body or CloudEvent that is not a Pub/Sub message; the message is one line. */
+/**
+ * A push body or CloudEvent that is not a Pub/Sub message, or a payload that is not JSON
+ * for {@link PushMessage.json}; the message is one line. `idempotentHttp` answers it with 400.
+ *
+ * @example
+ * ```ts
+ * import { MalformedMessage, parsePushBody } from "gcp-pubsub-idempotency";
+ *
+ * try {
+ *   parsePushBody({ subscription: "projects/p/subscriptions/s" });
+ * } catch (error) {
+ *   if (error instanceof MalformedMessage) console.log(error.message); // has no "message" field
+ * }
+ * ```
+ */
 export class MalformedMessage extends IdempotencyError {
   constructor(message: string) {
     super("MALFORMED_MESSAGE", message);

@@ -22,7 +22,22 @@ function safeStringify(value: unknown): string {
   }
 }
 
-/** The default logger: one Cloud Logging JSON line per event, with a `severity` field. */
+/**
+ * The default logger: one Cloud Logging JSON line per event, with a `severity` field
+ * (`INFO` to stdout; `WARNING` and `ERROR` to stderr). Wrap it to add fields of your own.
+ *
+ * @example
+ * ```ts
+ * import { jsonLogger, type Logger } from "gcp-pubsub-idempotency";
+ *
+ * const service = { service: "orders" };
+ * const logger: Logger = {
+ *   info: (message, fields) => jsonLogger.info(message, { ...service, ...fields }),
+ *   warn: (message, fields) => jsonLogger.warn(message, { ...service, ...fields }),
+ *   error: (message, fields) => jsonLogger.error(message, { ...service, ...fields }),
+ * };
+ * ```
+ */
 export const jsonLogger: Logger = {
   info: (message, fields) => write("INFO", message, fields),
   warn: (message, fields) => write("WARNING", message, fields),

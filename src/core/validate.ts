@@ -3,7 +3,20 @@ import { InvalidConfiguration, InvalidKey } from "./errors.js";
 
 const encoder = new TextEncoder();
 
-/** Reject a key no backend may store, before any I/O. */
+/**
+ * Reject a key no backend may store, before any I/O: throws {@link InvalidKey} unless `key`
+ * is a non-empty string of at most {@link MAX_KEY_BYTES} UTF-8 bytes. Useful in a custom
+ * {@link LockBackend} or a `key` function.
+ *
+ * @example
+ * ```ts
+ * import { assertValidKey } from "gcp-pubsub-idempotency";
+ *
+ * const key: unknown = JSON.parse('"orders:42"');
+ * assertValidKey(key); // throws InvalidKey otherwise
+ * console.log(key.toUpperCase()); // narrowed to string
+ * ```
+ */
 export function assertValidKey(key: unknown): asserts key is string {
   if (typeof key !== "string") {
     throw new InvalidKey(`an idempotency key must be a string, got ${describe(key)}`);

@@ -1,17 +1,42 @@
 import { Buffer } from "node:buffer";
 import { MalformedMessage } from "../core/errors.js";
 
-/** The CloudEvent type Pub/Sub (through Eventarc or functions-framework) delivers. */
+/**
+ * The CloudEvent type Pub/Sub (through Eventarc or functions-framework) delivers;
+ * {@link parseCloudEvent} refuses any other type.
+ *
+ * @example
+ * ```ts
+ * import { MESSAGE_PUBLISHED_TYPE, type CloudEventLike } from "gcp-pubsub-idempotency";
+ *
+ * const isPubSub = (event: CloudEventLike) => event.type === MESSAGE_PUBLISHED_TYPE;
+ * ```
+ */
 export const MESSAGE_PUBLISHED_TYPE = "google.cloud.pubsub.topic.v1.messagePublished";
 
-/** One Pub/Sub message, whichever envelope it arrived in. */
+/**
+ * One Pub/Sub message, whichever envelope it arrived in: what the `parse*` functions
+ * return and what {@link idempotentHttp} hands its handler. Frozen.
+ *
+ * @example
+ * ```ts
+ * import { parsePushBody, type PushMessage } from "gcp-pubsub-idempotency";
+ *
+ * const data = Buffer.from(JSON.stringify({ po: "4711" })).toString("base64");
+ * const message: PushMessage = parsePushBody({ message: { messageId: "1", data } });
+ * const order = message.json<{ po: string }>(); // { po: "4711" }
+ * ```
+ */
 export interface PushMessage {
+  /** The Pub/Sub message id: the default idempotency key. */
   readonly messageId: string;
   /** The decoded payload (empty when the message carried attributes only). */
   readonly data: Buffer;
+  /** The message attributes; empty when it had none. */
   readonly attributes: Readonly<Record<string, string>>;
   /** RFC 3339 string from a push body or CloudEvent; a Date from a pull `Message`. */
   readonly publishTime?: Date | string;
+  /** Present only when the message was published with a non-empty ordering key. */
   readonly orderingKey?: string;
   /** Present only with a dead-letter policy (and never from the emulator). */
   readonly deliveryAttempt?: number;
@@ -23,22 +48,58 @@ export interface PushMessage {
   json<T = unknown>(): T;
 }
 
-/** The smallest CloudEvent shape the gateway reads; functions-framework's CloudEvent fits it. */
+/**
+ * The smallest CloudEvent shape the gateway reads; functions-framework's `CloudEvent` fits it.
+ *
+ * @example
+ * ```ts
+ * import { cloudEventMessageId, type CloudEventLike } from "gcp-pubsub-idempotency";
+ *
+ * const event: CloudEventLike = {
+ *   id: "1",
+ *   type: "google.cloud.pubsub.topic.v1.messagePublished",
+ *   data: { message: { messageId: "1", data: "" } },
+ * };
+ * cloudEventMessageId(event); // "1"
+ * ```
+ */
 export interface CloudEventLike {
+  /** The CloudEvent id (Pub/Sub sets it to the message id; the gateway keys on `data`). */
   readonly id?: string;
+  /** Expected to be {@link MESSAGE_PUBLISHED_TYPE} when present. */
   readonly type?: string;
+  /** `{ message, subscription }`, as an object, a JSON string or JSON bytes. */
   readonly data?: unknown;
 }
 
-/** The smallest `@google-cloud/pubsub` `Message` shape the gateway reads and settles. */
+/**
+ * The smallest `@google-cloud/pubsub` `Message` shape the gateway reads and settles; a real
+ * `Message` and the testing `fakeMessage()` both fit it.
+ *
+ * @example
+ * ```ts
+ * import { parsePubSubMessage, type PubSubMessageLike } from "gcp-pubsub-idempotency";
+ *
+ * const message: PubSubMessageLike = { id: "1", data: Buffer.from("hi"), ack() {}, nack() {} };
+ * parsePubSubMessage(message).text(); // "hi"
+ * ```
+ */
 export interface PubSubMessageLike {
+  /** The message id: the default idempotency key. */
   readonly id: string;
+  /** The payload; a string is read as UTF-8. */
   readonly data?: Buffer | Uint8Array | string;
+  /** The message attributes. */
   readonly attributes?: Readonly<Record<string, string>>;
+  /** When Pub/Sub accepted the message. */
   readonly publishTime?: Date;
+  /** The ordering key, when the message was published with one. */
   readonly orderingKey?: string;
+  /** Present only with a dead-letter policy. */
   readonly deliveryAttempt?: number;
+  /** Settle the message: Pub/Sub will not redeliver it. */
   ack(): void;
+  /** Give the message back for redelivery (at once, unless the subscription has a retry policy). */
   nack(): void;
 }
 
@@ -195,6 +256,15 @@ function jsonObject(body: unknown, what: string): Json {
  * Parse a raw push request body: `{message: {data, attributes, messageId, publishTime,
  * orderingKey}, subscription, deliveryAttempt}`, as an object, a JSON string or bytes.
  * Throws {@link MalformedMessage} with a one-line reason.
+ *
+ * @example
+ * ```ts
+ * import { parsePushBody } from "gcp-pubsub-idempotency";
+ *
+ * const raw = '{"message":{"messageId":"1","data":"aGk="},"subscription":"projects/p/subscriptions/s"}';
+ * const message = parsePushBody(raw);
+ * console.log(message.messageId, message.text()); // 1 hi
+ * ```
  */
 export function parsePushBody(body: unknown): PushMessage {
   if (body === undefined || body === null) fail("the push body is empty");
@@ -205,6 +275,17 @@ export function parsePushBody(body: unknown): PushMessage {
  * Parse a `google.cloud.pubsub.topic.v1.messagePublished` CloudEvent, structured or
  * binary, as functions-framework hands it to a `cloudEvent` function (`event.data` is
  * `{message, subscription}`). Throws {@link MalformedMessage}.
+ *
+ * @example
+ * ```ts
+ * import { parseCloudEvent } from "gcp-pubsub-idempotency";
+ *
+ * const message = parseCloudEvent({
+ *   type: "google.cloud.pubsub.topic.v1.messagePublished",
+ *   data: { message: { messageId: "1", data: "eyJwbyI6IjQ3MTEifQ==" } },
+ * });
+ * message.json(); // { po: "4711" }
+ * ```
  */
 export function parseCloudEvent(event: unknown): PushMessage {
   if (!isObject(event)) fail(`the CloudEvent must be an object, got ${shown(event)}`);
@@ -216,7 +297,19 @@ export function parseCloudEvent(event: unknown): PushMessage {
   return fromEnvelopeObject(jsonObject(event.data, "the CloudEvent data"), "data.");
 }
 
-/** Read an `@google-cloud/pubsub` pull `Message` as a {@link PushMessage}. */
+/**
+ * Read an `@google-cloud/pubsub` pull `Message` as a {@link PushMessage}. Throws
+ * {@link MalformedMessage} when it has no id or its data is not bytes.
+ *
+ * @example
+ * ```ts
+ * import { Buffer } from "node:buffer";
+ * import { parsePubSubMessage } from "gcp-pubsub-idempotency";
+ *
+ * const pulled = { id: "1", data: Buffer.from('{"po":"4711"}'), ack() {}, nack() {} };
+ * parsePubSubMessage(pulled).json(); // { po: "4711" }
+ * ```
+ */
 export function parsePubSubMessage(message: PubSubMessageLike): PushMessage {
   if (!isObject(message)) fail(`the message must be an object, got ${shown(message)}`);
   if (typeof message.id !== "string" || message.id === "") {
@@ -249,6 +342,15 @@ function isPullMessage(input: unknown): input is PubSubMessageLike {
 /**
  * Parse whichever of the three shapes `input` is: a pull `Message`, a CloudEvent (has
  * `specversion` or a `type`), or a raw push body (object, JSON string or bytes).
+ * Throws {@link MalformedMessage}.
+ *
+ * @example
+ * ```ts
+ * import { parseEnvelope } from "gcp-pubsub-idempotency";
+ *
+ * declare const input: unknown; // a push body, a CloudEvent or a pull Message
+ * const { messageId, attributes } = parseEnvelope(input);
+ * ```
  */
 export function parseEnvelope(input: unknown): PushMessage {
   if (isPullMessage(input)) return parsePubSubMessage(input);
@@ -261,6 +363,19 @@ export function parseEnvelope(input: unknown): PushMessage {
 /**
  * The messageId of a CloudEvent without validating the rest, for the default key:
  * a message the handler can still read should not be refused for a bad attribute.
+ * Undefined when the event carries none.
+ *
+ * @example
+ * ```ts
+ * import { cloudEventMessageId, idempotent, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * // Namespace the default key per service; no id stays undefined (refused, fail closed).
+ * const key = (event: unknown) => {
+ *   const id = cloudEventMessageId(event);
+ *   return id === undefined ? undefined : `orders:${id}`;
+ * };
+ * const handler = idempotent({ backend: new InMemoryLock(), key }, async () => {});
+ * ```
  */
 export function cloudEventMessageId(event: unknown): string | undefined {
   const message = cloudEventMessage(event);

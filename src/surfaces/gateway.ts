@@ -18,56 +18,171 @@ import {
   parsePushBody,
 } from "./envelope.js";
 
-/** Options of the three Pub/Sub surfaces; `I` is what the key function receives. */
+/**
+ * Options of the three Pub/Sub surfaces: {@link LockOptions} plus how to key a message.
+ * `I` is what the key function receives (the CloudEvent, the {@link PushRequest}, or the
+ * pull `Message`). The ttl belongs to the backend.
+ *
+ * @example
+ * ```ts
+ * import { type CloudEventLike, type GatewayOptions, idempotent, InMemoryLock, parseCloudEvent } from "gcp-pubsub-idempotency";
+ *
+ * const options: GatewayOptions<CloudEventLike> = {
+ *   backend: new InMemoryLock(),
+ *   key: (event) => parseCloudEvent(event).attributes.orderId, // a business key
+ *   onDuplicate: (key) => console.log("skipped", key),
+ * };
+ * export const handler = idempotent(options, async () => {});
+ * ```
+ */
 export type GatewayOptions<I> = LockOptions & {
-  /** The idempotency key of a message; default its Pub/Sub messageId. */
+  /**
+   * The idempotency key of a message; default its Pub/Sub messageId. Undefined or `""`
+   * means unkeyed (refused unless `allowUnguarded`); a throw is a failure (nack).
+   */
   key?: (input: I) => string | undefined;
   /** Called with the key when a duplicate was skipped; a throw is logged, never raised. */
   onDuplicate?: (key: string) => void;
   /** Run the handler unguarded (with a warning) when no key resolves, instead of refusing. */
   allowUnguarded?: boolean;
+  /** As in {@link LockOptions.waitMs}: ms to keep re-claiming a held key; default 0. */
   waitMs?: number;
 };
 
-/** The request headers structure the HTTP surface reads. */
+/**
+ * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`
+ * fits it.
+ *
+ * @example
+ * ```ts
+ * import type { HeaderBag } from "gcp-pubsub-idempotency";
+ *
+ * const headers: HeaderBag = { "content-type": "application/json" };
+ * ```
+ */
 export type HeaderBag = Readonly<Record<string, string | string[] | undefined>>;
 
-/** The least of a request: functions-framework, Express and `node:http` all fit it. */
+/**
+ * The least of a request {@link idempotentHttp} reads: functions-framework, Express and
+ * `node:http` requests all fit it.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from "node:http";
+ * import { idempotentHttp, InMemoryLock, type Req } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (_message, req: Req) => {
+ *   console.log(req.headers?.["user-agent"]);
+ * });
+ * createServer((req, res) => void handler(req, res)).listen(8080);
+ * ```
+ */
 export interface Req {
   /** Parsed by a body parser (object), raw (Buffer/string), or absent: then the stream is read. */
   body?: unknown;
+  /** The request headers. */
   readonly headers?: HeaderBag;
+  /** True when the stream was consumed already (and no `body` was left): nothing to read. */
   readonly readableEnded?: boolean;
+  /** The body stream, read when `body` is absent (up to `maxBodyBytes`). */
   [Symbol.asyncIterator]?(): AsyncIterator<unknown>;
 }
 
-/** The least of a response: enough to send a status and a short text. */
+/**
+ * The least of a response {@link idempotentHttp} writes: enough to send a status and a
+ * short text. Express and `node:http` responses fit it.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type Res } from "gcp-pubsub-idempotency";
+ *
+ * // A handler may answer itself; the gateway then leaves the response alone.
+ * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (message, _req, res: Res) => {
+ *   res.statusCode = 202;
+ *   res.end(message.messageId);
+ * });
+ * ```
+ */
 export interface Res {
+  /** Set by the gateway unless the response was already sent. */
   statusCode: number;
+  /** When true, the gateway sends nothing. */
   readonly headersSent?: boolean;
+  /** When true, the gateway sends nothing. */
   readonly writableEnded?: boolean;
+  /** Used for the `content-type` of a text answer when present. */
   setHeader?(name: string, value: string): unknown;
+  /** Ends the response, with a one-line text or none (204). */
   end(chunk?: string): unknown;
 }
 
-/** What the HTTP surface's key function receives. */
+/**
+ * What the key function of {@link idempotentHttp} receives.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type PushRequest } from "gcp-pubsub-idempotency";
+ *
+ * // Key on a business id carried in an attribute instead of the messageId.
+ * const key = ({ message }: PushRequest) => message.attributes.orderId;
+ * const handler = idempotentHttp({ backend: new InMemoryLock(), key }, async () => {});
+ * ```
+ */
 export interface PushRequest<Q extends Req = Req> {
+  /** The parsed push body. */
   readonly message: PushMessage;
+  /** The request it came in. */
   readonly req: Q;
 }
 
-/** `idempotentHttp` options: the gateway's plus the body size limit for unparsed requests. */
+/**
+ * `idempotentHttp` options: the gateway's plus the body size limit for unparsed requests.
+ *
+ * @example
+ * ```ts
+ * import { type HttpGatewayOptions, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * const options: HttpGatewayOptions = { backend: new InMemoryLock(), maxBodyBytes: 1024 * 1024 };
+ * const handler = idempotentHttp(options, async (message) => console.log(message.text()));
+ * ```
+ */
 export type HttpGatewayOptions<Q extends Req = Req> = GatewayOptions<PushRequest<Q>> & {
   /** Largest body read from an unparsed request; default 10 MiB (413 beyond). */
   maxBodyBytes?: number;
 };
 
+/**
+ * Default `maxBodyBytes` of {@link idempotentHttp}: 10 MiB (10,485,760 bytes),
+ * for requests whose body no framework parsed. A larger body is answered with 413.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_BODY_BYTES, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp(
+ *   { backend: new InMemoryLock(), maxBodyBytes: DEFAULT_MAX_BODY_BYTES / 10 },
+ *   async () => {},
+ * );
+ * ```
+ */
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 const DISABLED_ENV = "GCP_PUBSUB_IDEMPOTENCY_DISABLED";
 let warnedDisabled = false;
 
-/** Read at call time so a test or an operator can flip it without a restart. */
+/**
+ * True when `GCP_PUBSUB_IDEMPOTENCY_DISABLED` is `1`, `true`, `yes` or `on`: the surfaces
+ * then run handlers unguarded (one warning) and never touch the store. Read at call time,
+ * so a test or an operator can flip it without a restart. Never set it in production.
+ *
+ * @example
+ * ```ts
+ * import { gatewayDisabled } from "gcp-pubsub-idempotency";
+ *
+ * process.env.GCP_PUBSUB_IDEMPOTENCY_DISABLED = "1";
+ * console.log(gatewayDisabled()); // true
+ * ```
+ */
 export function gatewayDisabled(): boolean {
   const value = process.env[DISABLED_ENV]?.trim().toLowerCase();
   return value === "1" || value === "true" || value === "yes" || value === "on";
@@ -220,7 +335,12 @@ async function runPlain(run: () => unknown): Promise<Outcome> {
  *
  * @example
  * ```ts
- * cloudEvent("orders", idempotent({ backend }, async (event) => handle(parseCloudEvent(event))));
+ * import { cloudEvent } from "@google-cloud/functions-framework";
+ * import { idempotent, InMemoryLock, parseCloudEvent } from "gcp-pubsub-idempotency";
+ *
+ * declare function handle(order: unknown): Promise<void>;
+ * const backend = new InMemoryLock(); // DatastoreLock in production
+ * cloudEvent("orders", idempotent({ backend }, async (event) => handle(parseCloudEvent(event).json())));
  * ```
  */
 export function idempotent<E extends CloudEventLike = CloudEventLike>(
@@ -307,7 +427,14 @@ async function readBody(req: Req, limit: number): Promise<unknown> {
  *
  * @example
  * ```ts
- * app.post("/push", idempotentHttp({ backend }, async (message) => handle(message.json())));
+ * import express from "express";
+ * import { idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * declare function handle(order: unknown): Promise<void>;
+ * const backend = new InMemoryLock(); // RedisLock, SqlLock, … in production
+ * const app = express();
+ * app.post("/push", express.json(), idempotentHttp({ backend }, async (message) => handle(message.json())));
+ * app.listen(8080);
  * ```
  */
 export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
@@ -400,7 +527,13 @@ function logFailure(
  *
  * @example
  * ```ts
- * subscription.on("message", idempotentMessage({ backend }, async (m) => handle(m.data)));
+ * import { PubSub } from "@google-cloud/pubsub";
+ * import { idempotentMessage, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * declare function handle(data: Buffer): Promise<void>;
+ * const backend = new InMemoryLock(); // a shared backend when several workers pull
+ * const subscription = new PubSub().subscription("orders-worker");
+ * subscription.on("message", idempotentMessage({ backend }, async (message) => handle(message.data)));
  * ```
  */
 export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike>(

@@ -3,7 +3,22 @@ import { MAX_KEY_BYTES } from "../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../core/types.js";
 import { lock, mutex } from "../core/verbs.js";
 
-/** What the contract suite needs to know about a backend under test. */
+/**
+ * What the contract suite needs to know about a backend under test.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock } from "gcp-pubsub-idempotency";
+ * import { type BackendContractTarget, createFakeClock } from "gcp-pubsub-idempotency/testing";
+ *
+ * const clock = createFakeClock();
+ * const target: BackendContractTarget = {
+ *   name: "memory (fake clock)",
+ *   create: ({ ttlMs }) => new InMemoryLock({ ttlMs, now: clock.now }),
+ *   advance: clock.advance,
+ * };
+ * ```
+ */
 export interface BackendContractTarget {
   /** Shown in the test names, e.g. "redis (ioredis)". */
   name: string;
@@ -38,11 +53,21 @@ function won(outcome: ClaimOutcome): Claim {
 
 /**
  * Register the backend contract: every row of the record state machine plus the
- * scenarios every backend must survive. Call it from a vitest test file:
+ * scenarios every backend must survive. Call it at the top level of a vitest test file
+ * (it registers `describe` blocks); `vitest` is an optional peer dependency of this subpath.
  *
+ * @example
  * ```ts
+ * import { RedisLock } from "gcp-pubsub-idempotency/redis";
  * import { describeBackendContract } from "gcp-pubsub-idempotency/testing";
- * describeBackendContract({ name: "my store", create: ({ ttlMs }) => new MyLock({ ttlMs }) });
+ * import { Redis } from "ioredis";
+ *
+ * const client = new Redis("redis://127.0.0.1:6379");
+ * describeBackendContract({
+ *   name: "redis",
+ *   create: ({ ttlMs }) => new RedisLock({ client, ttlMs, prefix: `test-${Date.now()}:` }),
+ *   leaseMs: 150, // short leases against the store's real clock
+ * });
  * ```
  */
 export function describeBackendContract(target: BackendContractTarget): void {

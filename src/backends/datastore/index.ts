@@ -4,22 +4,53 @@ import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
 import { newToken, type RetryOptions, resolveRetry, withRetry } from "../shared/retry.js";
 
-/** The parts of a `@google-cloud/datastore` transaction this backend uses. */
+export type { RetryOptions } from "../shared/retry.js";
+
+/**
+ * The parts of a `@google-cloud/datastore` transaction this backend uses.
+ *
+ * @example
+ * ```ts
+ * import { Datastore } from "@google-cloud/datastore";
+ * import type { DatastoreTransactionLike } from "gcp-pubsub-idempotency/datastore";
+ *
+ * const tx: DatastoreTransactionLike = new Datastore().transaction();
+ * ```
+ */
 export interface DatastoreTransactionLike {
+  /** Begin the transaction (explicitly, before the first lookup). */
   run(): Promise<unknown>;
+  /** Look entities up inside the transaction. */
   get(key: never): Promise<unknown[]>;
+  /** Queue an upsert for the commit. */
   save(entity: {
     key: unknown;
     data: Record<string, unknown>;
     excludeFromIndexes?: string[];
   }): void;
+  /** Queue a delete for the commit (`purgeExpired`). */
   delete(key: never): void;
+  /** Commit; rejects with ABORTED when a concurrent transaction won. */
   commit(): Promise<unknown>;
+  /** End the transaction without writing, freeing its locks. */
   rollback(): Promise<unknown>;
 }
 
-/** The parts of a `@google-cloud/datastore` `Datastore` instance this backend uses. */
+/**
+ * The parts of a `@google-cloud/datastore` `Datastore` instance this backend uses.
+ * Structural, so the package never imports the driver unless it creates the client itself.
+ *
+ * @example
+ * ```ts
+ * import { Datastore } from "@google-cloud/datastore";
+ * import { DatastoreLock, type DatastoreLike } from "gcp-pubsub-idempotency/datastore";
+ *
+ * const datastore: DatastoreLike = new Datastore({ projectId: "my-project", namespace: "orders" });
+ * const backend = new DatastoreLock({ datastore });
+ * ```
+ */
 export interface DatastoreLike {
+  /** Build the key of a record: `[kind, encodeName(key)]` in the namespace. */
   key(options: { namespace?: string; path: string[] }): unknown;
   /** Its default namespace, if it was created with one. */
   readonly namespace?: string | undefined;
@@ -31,18 +62,52 @@ export interface DatastoreLike {
     data: Record<string, unknown>;
     excludeFromIndexes?: string[];
   }): Promise<unknown>;
+  /** A new transaction, for reclaims, `complete`, `release`, `renew` and purges. */
   transaction(): DatastoreTransactionLike;
+  /** A query on the kind (`purgeExpired` only). */
   createQuery(namespaceOrKind: string, kind?: string): DatastoreQueryLike;
+  /** Run a query (`purgeExpired` only). */
   runQuery(query: never): Promise<unknown[]>;
+  /** The symbol under which a returned entity carries its key. */
   readonly KEY: symbol;
 }
 
+/**
+ * The parts of a `@google-cloud/datastore` `Query` this backend uses (`purgeExpired` only).
+ *
+ * @example
+ * ```ts
+ * import { Datastore } from "@google-cloud/datastore";
+ * import type { DatastoreQueryLike } from "gcp-pubsub-idempotency/datastore";
+ *
+ * const query: DatastoreQueryLike = new Datastore().createQuery("IdempotencyRecord").limit(10);
+ * ```
+ */
 export interface DatastoreQueryLike {
+  /** Add a property filter (`expiresAt <= now`). */
   filter(filter: never): DatastoreQueryLike;
+  /** Project to some fields (`__key__`: a keys-only query). */
   select(fields: string): DatastoreQueryLike;
+  /** Cap the results per batch. */
   limit(n: number): DatastoreQueryLike;
 }
 
+/**
+ * Options of {@link DatastoreLock}; all optional. The constructor throws
+ * {@link InvalidConfiguration} for a bad `kind`, `namespace` or `ttlMs`.
+ *
+ * @example
+ * ```ts
+ * import { DatastoreLock, type DatastoreLockOptions } from "gcp-pubsub-idempotency/datastore";
+ *
+ * const options: DatastoreLockOptions = {
+ *   projectId: "my-project",
+ *   namespace: "orders-svc",
+ *   ttlMs: 24 * 60 * 60_000,
+ * };
+ * const backend = new DatastoreLock(options);
+ * ```
+ */
 export interface DatastoreLockOptions {
   /** A Datastore client to use; default: one created on first use (ADC / DATASTORE_EMULATOR_HOST). */
   datastore?: DatastoreLike;
@@ -50,7 +115,7 @@ export interface DatastoreLockOptions {
   projectId?: string;
   /** For the client created on first use: a named database; default `(default)`. */
   databaseId?: string;
-  /** Namespace of the records; default the client's (the default namespace). */
+  /** Namespace of the records (`[0-9A-Za-z._-]`, at most 100); default the client's. */
   namespace?: string;
   /** Kind of the records; default `IdempotencyRecord`. */
   kind?: string;
@@ -104,10 +169,26 @@ const PURGE_BATCH = 500;
  *
  * Records are deleted only after `expiresAt`: configure a TTL policy on the `expiresAt`
  * property of the kind, or call `purgeExpired()` periodically.
+ *
+ * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
+ * transient ones have been retried (see {@link RetryOptions}).
+ *
+ * @example
+ * ```ts
+ * import { lock } from "gcp-pubsub-idempotency";
+ * import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
+ *
+ * // The client is created on first use: ADC, or DATASTORE_EMULATOR_HOST.
+ * const backend = new DatastoreLock({ namespace: "orders-svc" }); // kind "IdempotencyRecord"
+ * await lock("orders:4711", { backend }, async () => {});
+ * ```
  */
 export class DatastoreLock implements LockBackend {
+  /** Kind of the records. */
   readonly kind: string;
+  /** Namespace of the records as given; undefined means the client's default namespace. */
   readonly namespace: string | undefined;
+  /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
   private readonly options: DatastoreLockOptions;
   private readonly retry;
@@ -312,6 +393,7 @@ export class DatastoreLock implements LockBackend {
     }
   }
 
+  /** A no-op: the client is given or pooled by the driver, so nothing is closed. */
   async close(): Promise<void> {
     // The client is shared (given, or pooled by the driver); nothing of ours to close.
   }
@@ -423,11 +505,29 @@ async function commitOrRollback(tx: DatastoreTransactionLike, commit: boolean): 
 /**
  * Key name of a record: a fixed prefix makes every name legal (never `__…__`, never empty)
  * and stays reversible; 1 + 1,024 bytes is within the 1,500-byte limit.
+ *
+ * @example
+ * ```ts
+ * import { encodeName } from "gcp-pubsub-idempotency/datastore";
+ *
+ * // Find the entity of a key in the console: kind IdempotencyRecord, name "korders:42".
+ * encodeName("orders:42"); // "korders:42"
+ * ```
  */
 export function encodeName(key: string): string {
   return `k${key}`;
 }
 
+/**
+ * The idempotency key of a record's key name: the inverse of {@link encodeName}.
+ *
+ * @example
+ * ```ts
+ * import { decodeName } from "gcp-pubsub-idempotency/datastore";
+ *
+ * decodeName("korders:42"); // "orders:42"
+ * ```
+ */
 export function decodeName(name: string): string {
   return name.slice(1);
 }

@@ -4,41 +4,133 @@ import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
 import { newToken, type RetryOptions, resolveRetry, withRetry } from "../shared/retry.js";
 
-/** The parts of a Firestore `DocumentSnapshot` this backend reads. */
+export type { RetryOptions } from "../shared/retry.js";
+
+/**
+ * The parts of a Firestore `DocumentSnapshot` this backend reads.
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import { encodeDocumentId, type FirestoreSnapshotLike } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const doc = new Firestore().collection("idempotency-records").doc(encodeDocumentId("orders:42"));
+ * const snapshot: FirestoreSnapshotLike = await doc.get();
+ * console.log(snapshot.exists, snapshot.data()?.state);
+ * ```
+ */
 export interface FirestoreSnapshotLike {
+  /** False when there is no record for the key. */
   readonly exists: boolean;
+  /** The last update time, used as the precondition of the next write. */
   readonly updateTime?: unknown;
+  /** The document it was read from. */
   readonly ref: FirestoreDocumentLike;
+  /** The stored record's fields. */
   data(): Record<string, unknown> | undefined;
 }
 
-/** The parts of a Firestore `DocumentReference` this backend uses. */
+/**
+ * The parts of a Firestore `DocumentReference` this backend uses.
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import { encodeDocumentId, type FirestoreDocumentLike } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const doc: FirestoreDocumentLike = new Firestore()
+ *   .collection("idempotency-records")
+ *   .doc(encodeDocumentId("orders:42"));
+ * ```
+ */
 export interface FirestoreDocumentLike {
+  /** Read the record. */
   get(): Promise<FirestoreSnapshotLike>;
+  /** Claim an absent key: fails with ALREADY_EXISTS when the document exists. */
   create(data: never): Promise<unknown>;
+  /** Write under a `lastUpdateTime` precondition: fails when someone wrote meanwhile. */
   update(data: never, precondition: never): Promise<unknown>;
+  /** Delete under a `lastUpdateTime` precondition (`purgeExpired`). */
   delete(precondition: never): Promise<unknown>;
 }
 
+/**
+ * The parts of a Firestore `Query` this backend uses (`purgeExpired` only).
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import type { FirestoreQueryLike } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const expired: FirestoreQueryLike = new Firestore()
+ *   .collection("idempotency-records")
+ *   .where("expiresAt", "<=", new Date());
+ * ```
+ */
 export interface FirestoreQueryLike {
+  /** Cap the results per batch. */
   limit(n: number): FirestoreQueryLike;
-  get(): Promise<{ readonly docs: readonly FirestoreSnapshotLike[] }>;
+  /** Run the query. */
+  get(): Promise<{
+    /** The matching documents. */
+    readonly docs: readonly FirestoreSnapshotLike[];
+  }>;
 }
 
+/**
+ * The parts of a Firestore `CollectionReference` this backend uses.
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import type { FirestoreCollectionLike } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const records: FirestoreCollectionLike = new Firestore().collection("idempotency-records");
+ * ```
+ */
 export interface FirestoreCollectionLike {
+  /** The document of one record, by its encoded id. */
   doc(id: string): FirestoreDocumentLike;
+  /** A filtered query (`purgeExpired`: `expiresAt <= now`). */
   where(field: string, op: never, value: unknown): FirestoreQueryLike;
 }
 
 /**
  * The parts of a Firestore instance this backend uses: `@google-cloud/firestore`'s
  * `Firestore`, or firebase-admin's `getFirestore()` (the same class).
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import { FirestoreLock, type FirestoreLike } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const firestore: FirestoreLike = new Firestore({ projectId: "my-project" });
+ * const backend = new FirestoreLock({ firestore });
+ * ```
  */
 export interface FirestoreLike {
+  /** The collection of the records. */
   collection(path: string): FirestoreCollectionLike;
+  /** Called by `FirestoreLock.close()` only for an instance the lock created itself. */
   terminate?(): Promise<void>;
 }
 
+/**
+ * Options of {@link FirestoreLock}; all optional. The constructor throws
+ * {@link InvalidConfiguration} for a bad `collection` or `ttlMs`.
+ *
+ * @example
+ * ```ts
+ * import { FirestoreLock, type FirestoreLockOptions } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const options: FirestoreLockOptions = {
+ *   collection: "orders-idempotency",
+ *   databaseId: "orders",
+ *   retry: { attempts: 5 },
+ * };
+ * const backend = new FirestoreLock(options);
+ * ```
+ */
 export interface FirestoreLockOptions {
   /** A Firestore instance; default: one created on first use (ADC / FIRESTORE_EMULATOR_HOST). */
   firestore?: FirestoreLike;
@@ -46,7 +138,7 @@ export interface FirestoreLockOptions {
   projectId?: string;
   /** For the instance created on first use: a named database; default `(default)`. */
   databaseId?: string;
-  /** Collection of the records; default `idempotency-records`. */
+  /** Collection of the records (one path segment); default `idempotency-records`. */
   collection?: string;
   /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
   ttlMs?: number;
@@ -84,9 +176,25 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]{1,1500}$/;
  * Time is this process's clock (`Date.now()`): skew between instances of up to a few seconds
  * is absorbed by the lease. Records are deleted only after `expiresAt`: configure a TTL
  * policy on `expiresAt` for the collection, or call `purgeExpired()`.
+ *
+ * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
+ * transient ones have been retried (see {@link RetryOptions}).
+ *
+ * @example
+ * ```ts
+ * import { lock } from "gcp-pubsub-idempotency";
+ * import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
+ *
+ * // The instance is created on first use: ADC, or FIRESTORE_EMULATOR_HOST.
+ * const backend = new FirestoreLock({ collection: "idempotency-records" });
+ * await lock("orders/4711", { backend }, async () => {}); // any key, "/" included
+ * await backend.close();
+ * ```
  */
 export class FirestoreLock implements LockBackend {
+  /** Collection of the records. */
   readonly collection: string;
+  /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
   private readonly options: FirestoreLockOptions;
   private readonly retry;
@@ -246,6 +354,7 @@ export class FirestoreLock implements LockBackend {
     }
   }
 
+  /** Terminates the Firestore instance if the lock created it; a given one stays open. */
   async close(): Promise<void> {
     // Only an instance we created is ours to end; a given one is shared.
     if (this.ownsClient && this.client) {
@@ -362,11 +471,29 @@ function readRecord(snapshot: FirestoreSnapshotLike): StoredRecord | undefined {
 /**
  * Document id of a key: `k` + base64url of its UTF-8 bytes. Never contains `/`, is never
  * `.`, `..` or `__…__`, is reversible, and 1,024 key bytes give 1,367 id bytes (limit 1,500).
+ *
+ * @example
+ * ```ts
+ * import { encodeDocumentId } from "gcp-pubsub-idempotency/firestore";
+ *
+ * // Find the document of a key in the console.
+ * encodeDocumentId("orders/42"); // "kb3JkZXJzLzQy"
+ * ```
  */
 export function encodeDocumentId(key: string): string {
   return `k${Buffer.from(key, "utf8").toString("base64url")}`;
 }
 
+/**
+ * The idempotency key of a record's document id: the inverse of {@link encodeDocumentId}.
+ *
+ * @example
+ * ```ts
+ * import { decodeDocumentId } from "gcp-pubsub-idempotency/firestore";
+ *
+ * decodeDocumentId("kb3JkZXJzLzQy"); // "orders/42"
+ * ```
+ */
 export function decodeDocumentId(id: string): string {
   return Buffer.from(id.slice(1), "base64url").toString("utf8");
 }

@@ -2,6 +2,19 @@ import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
 
+/**
+ * Options of {@link InMemoryLock}.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, type InMemoryLockOptions } from "gcp-pubsub-idempotency";
+ * import { createFakeClock } from "gcp-pubsub-idempotency/testing";
+ *
+ * const clock = createFakeClock();
+ * const options: InMemoryLockOptions = { ttlMs: 60_000, now: clock.now };
+ * const backend = new InMemoryLock(options);
+ * ```
+ */
 export interface InMemoryLockOptions {
   /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
   ttlMs?: number;
@@ -27,8 +40,19 @@ const SWEEP_STEP = 2;
  * Memory: every claim also inspects a couple of records and deletes those past their
  * `expiresAt`, so the map holds roughly the records that are still live. Call
  * `purgeExpired()` to sweep everything at once.
+ *
+ * @example
+ * ```ts
+ * import { Duplicate, InMemoryLock, lock } from "gcp-pubsub-idempotency";
+ *
+ * const backend = new InMemoryLock({ ttlMs: 10 * 60_000 });
+ * await lock("orders:42", { backend }, async () => console.log("runs once"));
+ * await lock("orders:42", { backend }, async () => console.log("never"))
+ *   .catch((error) => console.log(error instanceof Duplicate)); // true
+ * ```
  */
 export class InMemoryLock implements LockBackend {
+  /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
   private readonly now: () => number;
   private readonly records = new Map<string, MemoryRecord>();
@@ -102,6 +126,7 @@ export class InMemoryLock implements LockBackend {
     return removed;
   }
 
+  /** Forget every record. */
   async close(): Promise<void> {
     this.records.clear();
   }

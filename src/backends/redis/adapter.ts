@@ -3,19 +3,55 @@ import { createHash } from "node:crypto";
 /**
  * The slice of an ioredis `Redis` or `Cluster` this backend uses. Structural, so the
  * package never imports ioredis at runtime.
+ *
+ * @example
+ * ```ts
+ * import { Cluster } from "ioredis";
+ * import type { IoRedisScriptClient } from "gcp-pubsub-idempotency/redis";
+ *
+ * const client: IoRedisScriptClient = new Cluster([{ host: "10.0.0.3", port: 6379 }]);
+ * ```
  */
 export interface IoRedisScriptClient {
+  /** Run a cached script by its SHA1 (`EVALSHA`). */
   evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** Run a script by its text (`EVAL`), when the server answered `NOSCRIPT`. */
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
 }
 
-/** The slice of a node-redis client (`createClient`) or cluster (`createCluster`) used here. */
+/**
+ * The slice of a node-redis client (`createClient`) or cluster (`createCluster`) used here.
+ * Connect it (`await client.connect()`) before use.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from "redis";
+ * import { RedisLock, type NodeRedisScriptClient } from "gcp-pubsub-idempotency/redis";
+ *
+ * const client: NodeRedisScriptClient = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
+ * const backend = new RedisLock({ client });
+ * ```
+ */
 export interface NodeRedisScriptClient {
+  /** Run a cached script by its SHA1 (`EVALSHA`). */
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Run a script by its text (`EVAL`), when the server answered `NOSCRIPT`. */
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
 }
 
-/** Any client RedisLock accepts: ioredis or node-redis, single node or cluster. */
+/**
+ * Any client RedisLock accepts: ioredis or node-redis, single node or cluster. RedisLock
+ * never closes it: the client is yours.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from "ioredis";
+ * import { createClient } from "redis";
+ * import type { RedisScriptClient } from "gcp-pubsub-idempotency/redis";
+ *
+ * const clients: RedisScriptClient[] = [new Redis(), await createClient().connect()];
+ * ```
+ */
 export type RedisScriptClient = IoRedisScriptClient | NodeRedisScriptClient;
 
 /** A Lua script with its SHA1, computed locally so EVALSHA needs no SCRIPT LOAD first. */

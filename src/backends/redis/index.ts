@@ -18,6 +18,22 @@ import renewLua from "./renew.lua";
 
 export type { IoRedisScriptClient, NodeRedisScriptClient, RedisScriptClient } from "./adapter.js";
 
+/**
+ * Options of {@link RedisLock}.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from "ioredis";
+ * import { RedisLock, type RedisLockOptions } from "gcp-pubsub-idempotency/redis";
+ *
+ * const options: RedisLockOptions = {
+ *   client: new Redis("redis://127.0.0.1:6379"),
+ *   prefix: "orders-svc:",
+ *   ttlMs: 24 * 60 * 60_000,
+ * };
+ * const backend = new RedisLock(options);
+ * ```
+ */
 export interface RedisLockOptions {
   /**
    * An already-created client: ioredis `Redis` or `Cluster`, or node-redis `createClient()` /
@@ -31,6 +47,18 @@ export interface RedisLockOptions {
   prefix?: string;
 }
 
+/**
+ * The default `prefix` of {@link RedisLock}: every record lives at `idem:` + the key.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_REDIS_PREFIX } from "gcp-pubsub-idempotency/redis";
+ * import { Redis } from "ioredis";
+ *
+ * // Look at the record of one key with redis-cli or a client.
+ * const record = await new Redis().hgetall(`${DEFAULT_REDIS_PREFIX}orders:42`);
+ * ```
+ */
 export const DEFAULT_REDIS_PREFIX = "idem:";
 const MAX_PREFIX_LENGTH = 128;
 // Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: keep the sum
@@ -46,9 +74,25 @@ const RENEW = script(renewLua);
  * Redis backend: one hash per key, each verb one Lua script (one EVALSHA round trip),
  * judged by the server's `TIME`, reaped by `PEXPIREAT` at the record's `expiresAt` (so there
  * is no `purgeExpired`). Every script touches exactly one key, so it works on Redis Cluster.
+ *
+ * The constructor does no I/O and throws {@link InvalidConfiguration} for a bad client,
+ * `ttlMs` or `prefix`. Store failures reject with a {@link BackendError} naming the verb
+ * and the key.
+ *
+ * @example
+ * ```ts
+ * import { lock } from "gcp-pubsub-idempotency";
+ * import { RedisLock } from "gcp-pubsub-idempotency/redis";
+ * import { Redis } from "ioredis";
+ *
+ * const backend = new RedisLock({ client: new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), prefix: "orders-svc:" });
+ * await lock("orders:4711", { backend }, async () => {});
+ * ```
  */
 export class RedisLock implements LockBackend {
+  /** How long a DONE key suppresses duplicates, in ms; Redis deletes the record at its end. */
   readonly ttlMs: number;
+  /** Prepended to every idempotency key to form the Redis key. */
   readonly prefix: string;
   private readonly run: ScriptRunner;
 

@@ -1,6 +1,20 @@
 import { randomBytes } from "node:crypto";
 
-/** Bounds on the retry of transient store errors. */
+/**
+ * Bounds on the retry of transient store errors (ABORTED contention, UNAVAILABLE,
+ * DEADLINE_EXCEEDED, the emulator's lock timeout) by `DatastoreLock` and `FirestoreLock`:
+ * full-jitter exponential backoff until either bound is reached, then the call rejects
+ * with a `BackendError`.
+ *
+ * @example
+ * ```ts
+ * import { DatastoreLock, type RetryOptions } from "gcp-pubsub-idempotency/datastore";
+ *
+ * // Fail fast in a request path: 4 attempts within 2 s.
+ * const retry: RetryOptions = { attempts: 4, maxElapsedMs: 2_000 };
+ * const backend = new DatastoreLock({ retry });
+ * ```
+ */
 export interface RetryOptions {
   /** Attempts in all, the first included; default 10. */
   attempts?: number;

@@ -25,44 +25,162 @@ import sqliteRelease from "./sqlite/release.sql";
 import sqliteRenew from "./sqlite/renew.sql";
 import sqliteSchema from "./sqlite/schema.sql";
 
+/**
+ * The SQL dialects {@link SqlLock} speaks: PostgreSQL (pg; also AlloyDB), MySQL/MariaDB
+ * (mysql2) and SQLite (better-sqlite3). Detected from the client when not given.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { type SqlDialect, SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const dialect: SqlDialect = "postgres";
+ * const backend = new SqlLock({ client: new pg.Pool(), dialect });
+ * ```
+ */
 export type SqlDialect = "postgres" | "mysql" | "sqlite";
 
-/** The part of a pg `Pool` or `Client` SqlLock uses. */
+/**
+ * The part of a pg `Pool` or `Client` SqlLock uses. Structural, so the package never
+ * imports pg itself.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import type { PgQueryable } from "gcp-pubsub-idempotency/sql";
+ *
+ * const client: PgQueryable = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * ```
+ */
 export interface PgQueryable {
+  /** Run one named prepared statement (every verb). */
   query(config: { name: string; text: string; values: unknown[] }): Promise<PgResultLike>;
+  /** Run plain SQL text (`ensureSchema`). */
   query(text: string): Promise<unknown>;
 }
+/**
+ * The part of a pg `QueryResult` SqlLock reads.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import type { PgResultLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const result: PgResultLike = await new pg.Pool().query("SELECT 1 AS one");
+ * console.log(result.rows[0], result.rowCount);
+ * ```
+ */
 export interface PgResultLike {
+  /** The returned rows. */
   rows: Array<Record<string, unknown>>;
+  /** Rows affected (what `purgeExpired` counts); null for statements without a count. */
   rowCount: number | null;
 }
 
-/** The part of a mysql2/promise `Pool` (or `Connection`) SqlLock uses. */
+/**
+ * The part of a mysql2/promise `Pool` (or `Connection`) SqlLock uses; the callback API of
+ * mysql2 does not fit.
+ *
+ * @example
+ * ```ts
+ * import mysql from "mysql2/promise";
+ * import type { MysqlQueryable } from "gcp-pubsub-idempotency/sql";
+ *
+ * const client: MysqlQueryable = mysql.createPool({ uri: "mysql://root@127.0.0.1:3306/app" });
+ * ```
+ */
 export interface MysqlQueryable {
+  /** Run one prepared statement with bound values (every verb). */
   execute(sql: string, values: Array<string | number | Buffer>): Promise<[unknown, unknown]>;
+  /** Run plain SQL text (`ensureSchema`). */
   query(sql: string): Promise<[unknown, unknown]>;
 }
 
-/** The part of a better-sqlite3 `Database` SqlLock uses. */
+/**
+ * The part of a better-sqlite3 `Database` SqlLock uses.
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import type { SqliteDatabaseLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const client: SqliteDatabaseLike = new Database("idempotency.db");
+ * ```
+ */
 export interface SqliteDatabaseLike {
+  /** Compile a statement; SqlLock prepares each one once and reuses it. */
   prepare(source: string): SqliteStatementLike;
+  /** Run SQL text (`ensureSchema`). */
   exec(source: string): unknown;
+  /** Read or set a pragma (`busy_timeout`, and `journal_mode = WAL` in `ensureSchema`). */
   pragma(source: string, options?: { simple?: boolean }): unknown;
+  /** True for an in-memory database, which keeps its own journal mode. */
   readonly memory?: boolean;
 }
+/**
+ * The part of a better-sqlite3 `Statement` SqlLock uses.
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import type { SqliteStatementLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const statement: SqliteStatementLike = new Database(":memory:").prepare("SELECT 1 AS one");
+ * console.log(statement.get()); // { one: 1 }
+ * ```
+ */
 export interface SqliteStatementLike {
-  run(...params: unknown[]): { changes: number };
+  /** Run a write with named parameters; `changes` counts the rows it changed. */
+  run(...params: unknown[]): {
+    /** Rows inserted, updated or deleted. */
+    changes: number;
+  };
+  /** Run a query with named parameters; resolves to its first row or undefined. */
   get(...params: unknown[]): unknown;
 }
 
+/**
+ * Any client SqlLock accepts: a pg `Pool` or `Client`, a mysql2/promise `Pool`, or a
+ * better-sqlite3 `Database`. SqlLock never closes it: the client is yours.
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import mysql from "mysql2/promise";
+ * import pg from "pg";
+ * import type { SqlClient } from "gcp-pubsub-idempotency/sql";
+ *
+ * const clients: SqlClient[] = [new pg.Pool(), mysql.createPool({}), new Database(":memory:")];
+ * ```
+ */
 export type SqlClient = PgQueryable | MysqlQueryable | SqliteDatabaseLike;
 
+/**
+ * Options of {@link SqlLock}. The constructor throws {@link InvalidConfiguration} for a
+ * client it cannot use, an unknown dialect, a bad table name or `ttlMs`.
+ *
+ * @example
+ * ```ts
+ * import mysql from "mysql2/promise";
+ * import { SqlLock, type SqlLockOptions } from "gcp-pubsub-idempotency/sql";
+ *
+ * const options: SqlLockOptions = {
+ *   client: mysql.createPool({ uri: process.env.MYSQL_URL ?? "mysql://root@127.0.0.1/app" }),
+ *   table: "orders_idempotency",
+ *   ttlMs: 24 * 60 * 60_000,
+ * };
+ * const backend = new SqlLock(options);
+ * ```
+ */
 export interface SqlLockOptions {
   /** A pg Pool or Client, a mysql2/promise Pool, or a better-sqlite3 Database. */
   client: SqlClient;
   /** Detected from the client's shape when omitted. */
   dialect?: SqlDialect;
-  /** Default `idempotency_records`; PostgreSQL also takes `schema.table`. */
+  /**
+   * Default `idempotency_records`; PostgreSQL also takes `schema.table`. Letters, digits and
+   * underscores, at most 48 characters per part.
+   */
   table?: string;
   /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
   ttlMs?: number;
@@ -90,11 +208,29 @@ interface Row {
  * Constructing does no I/O; call `ensureSchema()` once, or apply the shipped `schema.sql`.
  *
  * Round trips: PostgreSQL one named prepared statement per verb; MySQL two autocommit
- * statements per claim (upsert, then read), one for the other verbs; SQLite one statement.
+ * statements per claim (upsert, then read), one for the other verbs; SQLite a read that
+ * answers a live record, else one upsert, and one statement for the other verbs.
+ *
+ * Failures reject with a {@link BackendError} naming the dialect, the verb and the key; a
+ * deadlock or serialization failure on claim is retried a few times first.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { lock } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const backend = new SqlLock({ client: new pg.Pool({ connectionString: process.env.DATABASE_URL }) });
+ * await backend.ensureSchema(); // or apply backend.schemaSql with your migrations
+ * await lock("orders:4711", { backend }, async () => {});
+ * ```
  */
 export class SqlLock implements LockBackend {
+  /** The dialect in use, given or detected from the client. */
   readonly dialect: SqlDialect;
+  /** The table of the records, as given (unquoted). */
   readonly table: string;
+  /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
   private readonly client: SqlClient;
   private readonly sql: Record<string, string>;
@@ -165,7 +301,10 @@ export class SqlLock implements LockBackend {
     return this.text("schema");
   }
 
-  /** Create the table and its expires_at index when missing. */
+  /**
+   * Create the table and its expires_at index when missing. On SQLite (a file) it also
+   * turns on WAL mode, so several processes can share the file.
+   */
   async ensureSchema(): Promise<void> {
     await this.guard("ensureSchema", undefined, async () => {
       const ddl = this.text("schema");

@@ -1,3 +1,8 @@
+/**
+ * The core: `lock` and `mutex`, the Pub/Sub surfaces, `InMemoryLock`, the errors and the backend port. No runtime dependencies.
+ *
+ * @module gcp-pubsub-idempotency
+ */
 export { InMemoryLock, type InMemoryLockOptions } from "./backends/memory/index.js";
 export {
   DEFAULT_LEASE_MS,

@@ -17,7 +17,7 @@ export interface Snippet {
  * placeholders a snippet may use without defining, such as the user's own `placeOrder`).
  * Resolves to one line per diagnostic, "origin line: message"; empty when all is well.
  */
-export function typecheckSnippets(snippets: Snippet[], globals: string): string[] {
+export function typecheckSnippets(snippets: Snippet[], globals?: string): string[] {
   const config = ts.readConfigFile(join(root, "tsconfig.json"), ts.sys.readFile);
   const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, root);
   // Virtual files live in the project root so the tsconfig's paths resolve from them.
@@ -39,7 +39,7 @@ export function typecheckSnippets(snippets: Snippet[], globals: string): string[
     return getSourceFile.call(host, name, language, ...rest);
   };
   const program = ts.createProgram({
-    rootNames: [...virtual.keys(), join(root, "src/types.d.ts"), globals],
+    rootNames: [...virtual.keys(), join(root, "src/types.d.ts"), ...(globals ? [globals] : [])],
     options: { ...parsed.options, noEmit: true, noUnusedLocals: false },
     host,
   });

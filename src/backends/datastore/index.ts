@@ -1,3 +1,8 @@
+/**
+ * `DatastoreLock`, for Firestore in Datastore mode (@google-cloud/datastore).
+ *
+ * @module gcp-pubsub-idempotency/datastore
+ */
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";

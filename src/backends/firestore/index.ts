@@ -1,3 +1,8 @@
+/**
+ * `FirestoreLock`, for Firestore native mode (@google-cloud/firestore or firebase-admin).
+ *
+ * @module gcp-pubsub-idempotency/firestore
+ */
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";

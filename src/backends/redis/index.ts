@@ -1,3 +1,8 @@
+/**
+ * `RedisLock`, for ioredis and node-redis clients, standalone or Cluster.
+ *
+ * @module gcp-pubsub-idempotency/redis
+ */
 import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";

@@ -1,3 +1,8 @@
+/**
+ * `SqlLock`, for PostgreSQL (pg), MySQL/MariaDB (mysql2) and SQLite (better-sqlite3).
+ *
+ * @module gcp-pubsub-idempotency/sql
+ */
 import { createHash, randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";

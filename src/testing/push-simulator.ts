@@ -1,6 +1,7 @@
 import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { InvalidConfiguration } from "../core/errors.js";
 
 /**
  * A message payload for the builders below: bytes and strings go as they are, anything
@@ -500,10 +501,19 @@ async function post(url: string, body: unknown): Promise<number> {
  * ```
  */
 export async function simulatePushDeliveries(options: SimulateOptions): Promise<SimulationReport> {
-  const copies = options.copies ?? 3;
-  const concurrency = Math.max(1, Math.min(options.concurrency ?? 2, copies));
-  const maxRedeliveries = options.maxRedeliveries ?? 5;
-  const backoffMs = options.backoffMs ?? 20;
+  const whole = (name: string, value: number | undefined, fallback: number, least: number) => {
+    const n = value ?? fallback;
+    if (!Number.isSafeInteger(n) || n < least) {
+      throw new InvalidConfiguration(
+        `simulatePushDeliveries ${name} must be an integer >= ${least}, got ${String(value)}`,
+      );
+    }
+    return n;
+  };
+  const copies = whole("copies", options.copies, 3, 1);
+  const concurrency = Math.min(whole("concurrency", options.concurrency, 2, 1), copies);
+  const maxRedeliveries = whole("maxRedeliveries", options.maxRedeliveries, 5, 0);
+  const backoffMs = whole("backoffMs", options.backoffMs, 20, 0);
   const withAttempts = options.deliveryAttempts ?? true;
 
   let url = options.url;

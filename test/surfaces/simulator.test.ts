@@ -50,4 +50,18 @@ describe("simulatePushDeliveries", () => {
       await s.close();
     }
   });
+
+  it("refuses counts that would deliver nothing or loop, naming the option", async () => {
+    const handler = idempotentHttp({ backend: new InMemoryLock() }, () => {});
+    for (const [option, value] of [
+      ["copies", 0],
+      ["concurrency", 0],
+      ["maxRedeliveries", -1],
+      ["backoffMs", 1.5],
+    ] as const) {
+      await expect(
+        simulatePushDeliveries({ handler, messages: ["x"], [option]: value }),
+      ).rejects.toThrow(new RegExp(`${option} must be an integer`));
+    }
+  });
 });

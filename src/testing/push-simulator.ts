@@ -2,6 +2,7 @@ import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InvalidConfiguration } from "../core/errors.js";
+import { MESSAGE_PUBLISHED_TYPE } from "../surfaces/envelope.js";
 
 /**
  * A message payload for the builders below: bytes and strings go as they are, anything
@@ -227,7 +228,7 @@ export function structuredCloudEvent(
   return {
     specversion: "1.0",
     id: messageId,
-    type: "google.cloud.pubsub.topic.v1.messagePublished",
+    type: MESSAGE_PUBLISHED_TYPE,
     source: `//pubsub.googleapis.com/${DEFAULT_TOPIC}`,
     time: body.message.publishTime,
     datacontenttype: "application/json",

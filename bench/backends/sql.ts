@@ -270,8 +270,9 @@ function myContenders(pool: mysql.Pool, settings: Settings): Contender[] {
   };
   const rowLock: RowLockStore = {
     async transaction(fn) {
-      for (;;) {
+      for (let attempt = 0; ; ) {
         const conn = await pool.getConnection();
+        let released = false;
         try {
           await conn.query("START TRANSACTION");
           const result = await fn({
@@ -287,10 +288,15 @@ function myContenders(pool: mysql.Pool, settings: Settings): Contender[] {
           if (result !== RETRY) return result;
         } catch (error) {
           await conn.query("ROLLBACK").catch(() => {});
-          // InnoDB gap locks on an absent key deadlock two inserters now and then: retry.
+          // InnoDB gap locks on absent keys deadlock concurrent inserters (fresh keys share the
+          // gap at the end of the index): retry after a jittered, growing pause, as SqlLock
+          // does; retrying at once livelocks at 64 in flight.
           if ((error as { errno?: number }).errno !== 1213) throw error;
-        } finally {
           conn.release();
+          released = true;
+          await new Promise((done) => setTimeout(done, Math.random() * 5 * ++attempt));
+        } finally {
+          if (!released) conn.release();
         }
       }
     },

@@ -102,9 +102,9 @@ function legend(y: number): string {
   return items.join("");
 }
 
-const svg = (width: number, height: number, body: string) =>
+const svg = (title: string, width: number, height: number, body: string) =>
   `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">` +
-  `<rect width="100%" height="100%" fill="white"/>${body}</svg>\n`;
+  `<title>${esc(title)}</title><rect width="100%" height="100%" fill="white"/>${body}</svg>\n`;
 
 export function throughputChart(backends: BackendResult[], concurrency: readonly number[]): string {
   const shown = backends.filter((b) => b.cells.size > 0);
@@ -115,7 +115,12 @@ export function throughputChart(backends: BackendResult[], concurrency: readonly
   const panels = shown.map((b, k) =>
     panel(b, concurrency, (k % columns) * W, Math.floor(k / columns) * H),
   );
-  return svg(width, height, panels.join("") + legend(rows * H + 20));
+  return svg(
+    "Throughput vs operations in flight, per backend",
+    width,
+    height,
+    panels.join("") + legend(rows * H + 20),
+  );
 }
 
 export function scaleChart(scales: ScaleResult[]): string {
@@ -179,5 +184,5 @@ export function scaleChart(scales: ScaleResult[]): string {
       'font-size="10" fill="#d62728"',
     ),
   );
-  return svg(width, height, out.join(""));
+  return svg("First-delivery throughput vs keys already stored", width, height, out.join(""));
 }

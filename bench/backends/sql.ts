@@ -1,0 +1,450 @@
+/**
+ * SqlLock on PostgreSQL and MariaDB (a private database each, created and dropped) and on
+ * SQLite (a WAL file in a temp dir), beside two other ways to use the same table:
+ *   floor    — the same number of round trips SqlLock makes, each the plainest statement
+ *              that could do its part (INSERT … ON CONFLICT DO NOTHING, UPDATE, SELECT);
+ *   row-lock — the classic claim design: BEGIN; SELECT … FOR UPDATE; INSERT or UPDATE;
+ *              COMMIT (BEGIN IMMEDIATE on SQLite), then the complete UPDATE.
+ * PostgreSQL statements are named prepared statements; mysql2 uses execute() (prepared).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { SqlLock } from "gcp-pubsub-idempotency/sql";
+import mysql from "mysql2/promise";
+import pg from "pg";
+import type { Settings } from "../runner.js";
+import {
+  type BackendBench,
+  type Contender,
+  check,
+  KEYS,
+  LEASE_MS,
+  oursContender,
+  RUN_ID,
+  seed,
+  TTL_MS,
+  version,
+} from "../suite.js";
+
+export const TABLE = "idempotency_records";
+const SCHEMA_COLUMNS = `"key", state, fencing_id, lease_expires_at, expires_at, token`;
+
+// ------------------------------------------------------------------ the floor, any dialect
+
+/** The raw statements a floor is made of; each call is one round trip. */
+interface FloorStatements {
+  /** INSERT of a claimed row unless the key exists; resolves to the rows inserted. */
+  insert(key: string): Promise<number>;
+  /** A SELECT of the row by key, where SqlLock reads the outcome back separately (MySQL). */
+  select?(key: string): Promise<unknown>;
+  /** An UPDATE of the row by key (complete / release). */
+  update(key: string): Promise<unknown>;
+  /** An upsert that bumps the fence: the reclaim of a mutex cycle. */
+  bump(key: string): Promise<unknown>;
+}
+
+function sqlFloor(name: string, settings: Settings, s: FloorStatements): Contender {
+  const claim = async (key: string) => {
+    const inserted = await s.insert(key);
+    await s.select?.(key);
+    return inserted;
+  };
+  return {
+    name,
+    role: "floor",
+    ops: {
+      first: async (i) => {
+        const key = KEYS.first(name, i);
+        check((await claim(key)) === 1, "floor insert of a fresh key");
+        await s.update(key);
+      },
+      duplicate: async (i) => check((await claim(KEYS.dup(i, settings))) === 0, "dup exists"),
+      contention: async () => check((await claim(KEYS.held)) === 0, "held exists"),
+      mutex: async (_i, w) => {
+        const key = KEYS.mutex(name, w);
+        await s.bump(key);
+        await s.select?.(key);
+        await s.update(key);
+      },
+    },
+  };
+}
+
+// ------------------------------------------------------------------ the row-lock design
+
+interface RowState {
+  state: string;
+  fencing_id: string | number;
+  lease_expires_at: string | number;
+  expires_at: string | number;
+}
+
+/** One open transaction of the row-lock design, on one connection. */
+interface RowLockTx {
+  select(key: string): Promise<RowState | undefined>;
+  /** False when another transaction inserted the key first. */
+  insert(key: string, now: number): Promise<boolean>;
+  reclaim(key: string, now: number): Promise<void>;
+}
+
+interface RowLockStore {
+  /** BEGIN, fn, COMMIT; a rejected fn rolls back. `retry` from fn rolls back and runs again. */
+  transaction<T>(fn: (tx: RowLockTx) => Promise<T | typeof RETRY>): Promise<T>;
+  complete(key: string): Promise<unknown>;
+}
+
+const RETRY = Symbol("retry");
+type RowLockOutcome = "won" | "done" | "held";
+
+function rowLockClaim(store: RowLockStore, key: string): Promise<RowLockOutcome> {
+  return store.transaction<RowLockOutcome>(async (tx) => {
+    const now = Date.now();
+    const found = await tx.select(key);
+    if (found === undefined) return (await tx.insert(key, now)) ? "won" : RETRY;
+    const until = Number(found.state === "done" ? found.expires_at : found.lease_expires_at);
+    if (until > now) return found.state === "done" ? "done" : "held";
+    await tx.reclaim(key, now);
+    return "won";
+  });
+}
+
+function rowLockContender(name: string, settings: Settings, store: RowLockStore): Contender {
+  return {
+    name,
+    role: "design",
+    ops: {
+      first: async (i) => {
+        const key = KEYS.first(name, i);
+        check((await rowLockClaim(store, key)) === "won", "row-lock claim of a fresh key");
+        await store.complete(key);
+      },
+      duplicate: async (i) =>
+        check((await rowLockClaim(store, KEYS.dup(i, settings))) === "done", "row-lock dup"),
+      contention: async () =>
+        check((await rowLockClaim(store, KEYS.held)) === "held", "row-lock held"),
+    },
+  };
+}
+
+/** The values of a freshly claimed row, by the client's clock (the designs compared use it). */
+const claimedRow = (now: number) => [now + LEASE_MS, now + LEASE_MS + TTL_MS, "t"] as const;
+
+// ------------------------------------------------------------------ PostgreSQL
+
+const PG_SQL = {
+  insert: `INSERT INTO ${TABLE} (${SCHEMA_COLUMNS}) VALUES ($1, 'claimed', 1, $2, $3, $4)
+    ON CONFLICT ("key") DO NOTHING`,
+  update: `UPDATE ${TABLE} SET state = 'done', expires_at = $2 WHERE "key" = $1 AND fencing_id = 1`,
+  bump: `INSERT INTO ${TABLE} AS r (${SCHEMA_COLUMNS}) VALUES ($1, 'claimed', 1, $2, $3, $4)
+    ON CONFLICT ("key") DO UPDATE SET fencing_id = r.fencing_id + 1`,
+  select: `SELECT state, fencing_id, lease_expires_at, expires_at FROM ${TABLE}
+    WHERE "key" = $1 FOR UPDATE`,
+  reclaim: `UPDATE ${TABLE} SET state = 'claimed', fencing_id = fencing_id + 1,
+    lease_expires_at = $2, expires_at = $3, token = $4 WHERE "key" = $1`,
+  begin: "BEGIN",
+  commit: "COMMIT",
+  rollback: "ROLLBACK",
+};
+type PgName = keyof typeof PG_SQL;
+const pgq = (db: pg.Pool | pg.PoolClient, name: PgName, values: unknown[] = []) =>
+  db.query({ name: `bench_${name}`, text: PG_SQL[name], values });
+
+function pgContenders(pool: pg.Pool, settings: Settings): Contender[] {
+  const fresh = (key: string) => [key, ...claimedRow(Date.now())];
+  const floor: FloorStatements = {
+    insert: async (key) => (await pgq(pool, "insert", fresh(key))).rowCount ?? 0,
+    update: (key) => pgq(pool, "update", [key, Date.now() + TTL_MS]),
+    bump: (key) => pgq(pool, "bump", fresh(key)),
+  };
+  const rowLock: RowLockStore = {
+    async transaction(fn) {
+      for (;;) {
+        const client = await pool.connect();
+        try {
+          await pgq(client, "begin");
+          const result = await fn({
+            select: async (key) => (await pgq(client, "select", [key])).rows[0] as RowState,
+            insert: async (key, now) =>
+              (await pgq(client, "insert", [key, ...claimedRow(now)])).rowCount === 1,
+            reclaim: async (key, now) => {
+              await pgq(client, "reclaim", [key, ...claimedRow(now)]);
+            },
+          });
+          await pgq(client, result === RETRY ? "rollback" : "commit");
+          if (result !== RETRY) return result;
+        } catch (error) {
+          await client.query("ROLLBACK").catch(() => {});
+          throw error;
+        } finally {
+          client.release();
+        }
+      }
+    },
+    complete: (key) => pgq(pool, "update", [key, Date.now() + TTL_MS]),
+  };
+  return [
+    oursContender("ours", new SqlLock({ client: pool, ttlMs: TTL_MS }), settings, "floor"),
+    sqlFloor("floor", settings, floor),
+    rowLockContender("row-lock", settings, rowLock),
+  ];
+}
+
+/** A private database on the server of DATABASE_URL (or the local one), dropped by drop(). */
+export async function privatePgDatabase(
+  label: string,
+): Promise<{ url: string; version: string; drop: () => Promise<void> }> {
+  const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  await admin.connect();
+  const name = `idem_bench_${label}_${RUN_ID}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  const serverVersion = (
+    (await admin.query("SHOW server_version")).rows[0] as { server_version: string }
+  ).server_version;
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    version: serverVersion,
+    drop: async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+export const postgresBench: BackendBench = {
+  id: "postgres",
+  title: "PostgreSQL",
+  async start(settings) {
+    const db = await privatePgDatabase("main");
+    try {
+      const setup = new pg.Pool({ connectionString: db.url, max: 4 });
+      const backend = new SqlLock({ client: setup, ttlMs: TTL_MS });
+      await backend.ensureSchema();
+      await seed(backend, settings);
+      await setup.end();
+    } catch (error) {
+      await db.drop();
+      throw error;
+    }
+    return {
+      versions: `PostgreSQL ${db.version}; pg ${version("pg")}; a pg Pool with max = in flight`,
+      floorNote:
+        "INSERT … ON CONFLICT DO NOTHING (+ one UPDATE for a first delivery); a mutex cycle is an upsert + an UPDATE; all named prepared statements",
+      async open(concurrency) {
+        const pool = new pg.Pool({ connectionString: db.url, max: concurrency });
+        pool.on("error", () => {});
+        return { contenders: pgContenders(pool, settings), close: () => pool.end() };
+      },
+      stop: () => db.drop(),
+    };
+  },
+};
+
+// ------------------------------------------------------------------ MariaDB / MySQL
+
+const MY_COLUMNS = SCHEMA_COLUMNS.replaceAll('"', "`");
+const MY_SQL = {
+  insert: `INSERT IGNORE INTO ${TABLE} (${MY_COLUMNS}) VALUES (?, 'claimed', 1, ?, ?, ?)`,
+  select: `SELECT state, fencing_id, lease_expires_at, expires_at FROM ${TABLE} WHERE \`key\` = ?`,
+  update: `UPDATE ${TABLE} SET state = 'done', expires_at = ? WHERE \`key\` = ? AND fencing_id = 1`,
+  bump: `INSERT INTO ${TABLE} (${MY_COLUMNS}) VALUES (?, 'claimed', 1, ?, ?, ?)
+    ON DUPLICATE KEY UPDATE fencing_id = fencing_id + 1`,
+  lockSelect: `SELECT state, fencing_id, lease_expires_at, expires_at FROM ${TABLE}
+    WHERE \`key\` = ? FOR UPDATE`,
+  reclaim: `UPDATE ${TABLE} SET state = 'claimed', fencing_id = fencing_id + 1,
+    lease_expires_at = ?, expires_at = ?, token = ? WHERE \`key\` = ?`,
+};
+const affected = (result: unknown) => (result as { affectedRows: number }).affectedRows;
+
+function myContenders(pool: mysql.Pool, settings: Settings): Contender[] {
+  const fresh = (key: string) => [key, ...claimedRow(Date.now())];
+  const floor: FloorStatements = {
+    insert: async (key) => affected((await pool.execute(MY_SQL.insert, fresh(key)))[0]),
+    select: (key) => pool.execute(MY_SQL.select, [key]),
+    update: (key) => pool.execute(MY_SQL.update, [Date.now() + TTL_MS, key]),
+    bump: (key) => pool.execute(MY_SQL.bump, fresh(key)),
+  };
+  const rowLock: RowLockStore = {
+    async transaction(fn) {
+      for (let attempt = 0; ; ) {
+        const conn = await pool.getConnection();
+        let released = false;
+        try {
+          await conn.query("START TRANSACTION");
+          const result = await fn({
+            select: async (key) =>
+              ((await conn.execute(MY_SQL.lockSelect, [key]))[0] as RowState[])[0],
+            insert: async (key, now) =>
+              affected((await conn.execute(MY_SQL.insert, [key, ...claimedRow(now)]))[0]) === 1,
+            reclaim: async (key, now) => {
+              await conn.execute(MY_SQL.reclaim, [...claimedRow(now), key]);
+            },
+          });
+          await conn.query(result === RETRY ? "ROLLBACK" : "COMMIT");
+          if (result !== RETRY) return result;
+        } catch (error) {
+          await conn.query("ROLLBACK").catch(() => {});
+          // InnoDB gap locks on absent keys deadlock concurrent inserters (fresh keys share the
+          // gap at the end of the index): retry after a jittered, growing pause, as SqlLock
+          // does; retrying at once livelocks at 64 in flight.
+          if ((error as { errno?: number }).errno !== 1213) throw error;
+          conn.release();
+          released = true;
+          await new Promise((done) => setTimeout(done, Math.random() * 5 * ++attempt));
+        } finally {
+          if (!released) conn.release();
+        }
+      }
+    },
+    complete: (key) => pool.execute(MY_SQL.update, [Date.now() + TTL_MS, key]),
+  };
+  return [
+    oursContender("ours", new SqlLock({ client: pool, ttlMs: TTL_MS }), settings, "floor"),
+    sqlFloor("floor", settings, floor),
+    rowLockContender("row-lock", settings, rowLock),
+  ];
+}
+
+export const mariadbBench: BackendBench = {
+  id: "mariadb",
+  title: "MariaDB",
+  async start(settings) {
+    const adminUrl = process.env.MYSQL_URL ?? "mysql://root@127.0.0.1:3306/";
+    const admin = await mysql.createConnection({ uri: adminUrl, connectTimeout: 3000 });
+    const database = `idem_bench_${RUN_ID}`;
+    await admin.query(`CREATE DATABASE ${database}`);
+    const drop = async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${database}`);
+      await admin.end();
+    };
+    const poolOf = (limit: number) =>
+      mysql.createPool({
+        uri: adminUrl,
+        database,
+        connectionLimit: limit,
+        supportBigNumbers: true,
+      });
+    try {
+      const [rows] = await admin.query("SELECT version() AS v");
+      const serverVersion = (rows as Array<{ v: string }>)[0]?.v ?? "?";
+      const setup = poolOf(4);
+      const backend = new SqlLock({ client: setup, ttlMs: TTL_MS });
+      await backend.ensureSchema();
+      await seed(backend, settings);
+      await setup.end();
+      return {
+        versions: `MariaDB ${serverVersion}; mysql2 ${version("mysql2")}; a mysql2/promise pool with connectionLimit = in flight`,
+        floorNote:
+          "as many statements as SqlLock sends: INSERT IGNORE + SELECT per claim (SqlLock's upsert + read-back), + one UPDATE for a first delivery; a mutex cycle is an upsert + SELECT + UPDATE",
+        async open(concurrency) {
+          const pool = poolOf(concurrency);
+          return { contenders: myContenders(pool, settings), close: () => pool.end() };
+        },
+        stop: drop,
+      };
+    } catch (error) {
+      await drop();
+      throw error;
+    }
+  },
+};
+
+// ------------------------------------------------------------------ SQLite
+
+export const sqliteBench: BackendBench = {
+  id: "sqlite",
+  title: "SQLite",
+  async start(settings) {
+    const dir = mkdtempSync(join(os.tmpdir(), "idem-bench-sqlite-"));
+    const db = new Database(join(dir, "bench.db"));
+    const stop = async () => {
+      if (db.open) db.close();
+      rmSync(dir, { recursive: true, force: true });
+    };
+    try {
+      const backend = new SqlLock({ client: db, ttlMs: TTL_MS });
+      await backend.ensureSchema();
+      check(db.pragma("journal_mode", { simple: true }) === "wal", "SQLite in WAL mode");
+      await seed(backend, settings);
+      const sql = Object.fromEntries(
+        Object.entries(PG_SQL).map(([name, text]) => [
+          name,
+          // Named @pN keeps PostgreSQL's parameter numbers; SQLite has no FOR UPDATE.
+          text.replace(/\$(\d)/g, "@p$1").replace(" FOR UPDATE", ""),
+        ]),
+      ) as Record<PgName, string>;
+      const st = {
+        insert: db.prepare(sql.insert),
+        update: db.prepare(sql.update),
+        bump: db.prepare(sql.bump),
+        select: db.prepare(sql.select),
+        reclaim: db.prepare(sql.reclaim),
+        // SQLite has no FOR UPDATE: BEGIN IMMEDIATE takes the write lock up front instead.
+        begin: db.prepare("BEGIN IMMEDIATE"),
+        commit: db.prepare("COMMIT"),
+        rollback: db.prepare("ROLLBACK"),
+      };
+      const fresh = (key: string) => [key, ...claimedRow(Date.now())];
+      /** Positional values as the @p1, @p2, … the statements name. */
+      const p = (...values: Array<string | number>) =>
+        Object.fromEntries(values.map((v, k) => [`p${k + 1}`, v]));
+      const floor: FloorStatements = {
+        insert: async (key) => st.insert.run(p(...fresh(key))).changes,
+        update: async (key) => st.update.run(p(key, Date.now() + TTL_MS)),
+        bump: async (key) => st.bump.run(p(...fresh(key))),
+      };
+      const rowLock: RowLockStore = {
+        // One connection: a second BEGIN while another worker's transaction awaits would
+        // nest, so transactions queue, as they would behind SQLite's write lock.
+        transaction(fn) {
+          const run = queue.then(() => sqliteTransaction(fn));
+          queue = run.catch(() => {});
+          return run;
+        },
+        complete: async (key) => st.update.run(p(key, Date.now() + TTL_MS)),
+      };
+      let queue: Promise<unknown> = Promise.resolve();
+      const sqliteTransaction = async <T>(
+        fn: (tx: RowLockTx) => Promise<T | typeof RETRY>,
+      ): Promise<T> => {
+        for (;;) {
+          st.begin.run();
+          try {
+            const result = await fn({
+              select: async (key) => st.select.get(p(key)) as RowState | undefined,
+              insert: async (key, now) => st.insert.run(p(key, ...claimedRow(now))).changes === 1,
+              reclaim: async (key, now) => {
+                st.reclaim.run(p(key, ...claimedRow(now)));
+              },
+            });
+            (result === RETRY ? st.rollback : st.commit).run();
+            if (result !== RETRY) return result;
+          } catch (error) {
+            if (db.inTransaction) st.rollback.run();
+            throw error;
+          }
+        }
+      };
+      const sqliteVersion = (db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
+      const contenders = [
+        oursContender("ours", backend, settings, "floor"),
+        sqlFloor("floor", settings, floor),
+        rowLockContender("row-lock", settings, rowLock),
+      ];
+      return {
+        versions: `SQLite ${sqliteVersion}; better-sqlite3 ${version("better-sqlite3")}; one connection, WAL file in a temp dir`,
+        floorNote:
+          "INSERT … ON CONFLICT DO NOTHING (+ one UPDATE for a first delivery); a mutex cycle is an upsert + an UPDATE; prepared once",
+        open: async () => ({ contenders, close: async () => {} }),
+        stop,
+      };
+    } catch (error) {
+      await stop();
+      throw error;
+    }
+  },
+};

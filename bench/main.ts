@@ -1,0 +1,261 @@
+/**
+ * The benchmark suite: every backend through one driver, their floors and peers in the same
+ * run, the scale runs and the gateway's own cost; rewrites BENCHMARKS.md and its charts.
+ *
+ *   npm run bench                      full run (about 12 minutes), rewrites BENCHMARKS.md
+ *   npm run bench -- --quick           about 2 minutes, also rewrites BENCHMARKS.md
+ *   npm run bench -- --smoke           seconds; proves it runs, writes nothing (CI)
+ *   npm run bench -- --only redis,postgres [--out FILE.md]
+ *
+ * --only takes backend names (below), `scale` and `gateway`; a backend's name also selects
+ * its scale run (redis, postgres, memory). A run with --only or --smoke writes only to --out.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { datastoreBench, firestoreBench } from "./backends/google.js";
+import { memoryBench } from "./backends/memory.js";
+import { redisBench, redisClusterBench } from "./backends/redis.js";
+import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
+import { scaleChart, throughputChart } from "./chart.js";
+import { gatewayBench } from "./gateway.js";
+import { type RunResult, renderMarkdown } from "./report.js";
+import {
+  fmtMs,
+  fmtRate,
+  interleaved,
+  loadAverage,
+  progress,
+  SETTINGS,
+  type Settings,
+} from "./runner.js";
+import { memoryScale, postgresScale, redisScale, type ScaleResult } from "./scale.js";
+import { type BackendBench, type BackendResult, cellKey, PATHS } from "./suite.js";
+
+const BACKENDS: BackendBench[] = [
+  memoryBench,
+  sqliteBench,
+  redisBench,
+  redisClusterBench,
+  postgresBench,
+  mariadbBench,
+  datastoreBench,
+  firestoreBench,
+];
+const SCALES: Record<string, (settings: Settings) => Promise<ScaleResult>> = {
+  memory: memoryScale,
+  redis: redisScale,
+  postgres: postgresScale,
+};
+
+function parseArgs(argv: string[]) {
+  const flag = (name: string) => argv.includes(name);
+  const value = (name: string) => {
+    const k = argv.indexOf(name);
+    const v = k === -1 ? undefined : argv[k + 1];
+    if (k !== -1 && (v === undefined || v.startsWith("--")))
+      throw new Error(`${name} needs a value`);
+    return v;
+  };
+  const known = new Set(["--quick", "--smoke", "--only", "--out", "--help"]);
+  for (const [k, a] of argv.entries()) {
+    if (a.startsWith("--") && !known.has(a)) throw new Error(`unknown option ${a}`);
+    if (!a.startsWith("--") && argv[k - 1] !== "--only" && argv[k - 1] !== "--out") {
+      throw new Error(`unexpected argument ${a}`);
+    }
+  }
+  const only = value("--only")
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const names = new Set([...BACKENDS.map((b) => b.id), "scale", "gateway"]);
+  for (const n of only ?? []) {
+    if (!names.has(n))
+      throw new Error(`--only: unknown ${n}; choose from ${[...names].join(", ")}`);
+  }
+  const size: Settings["size"] = flag("--smoke") ? "smoke" : flag("--quick") ? "quick" : "full";
+  return { size, only, out: value("--out"), help: flag("--help") };
+}
+
+const args = parseArgs(process.argv.slice(2));
+if (args.help) {
+  console.log(
+    "npm run bench -- [--quick | --smoke] [--only a,b] [--out FILE.md]\n" +
+      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway`,
+  );
+  process.exit(0);
+}
+const settings = SETTINGS[args.size];
+const selected = (id: string) => args.only === undefined || args.only.includes(id);
+const backends = BACKENDS.filter((b) => selected(b.id));
+const scales = Object.keys(SCALES).filter((id) => selected("scale") || args.only?.includes(id));
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const out =
+  args.out ??
+  (args.only === undefined && args.size !== "smoke" ? join(root, "BENCHMARKS.md") : undefined);
+
+const run: RunResult = {
+  settings,
+  command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+  date: new Date().toISOString(),
+  machine: `${os.cpus()[0]?.model.trim() ?? "?"}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`,
+  node: process.version,
+  loadAtStart: loadAverage(),
+  loadAtEnd: "",
+  seconds: 0,
+  backends: [],
+  scales: [],
+  scaleErrors: [],
+  charts: {},
+};
+const started = Date.now();
+let failures = 0;
+
+// A rough duration up front: cells × systems × rounds × (warm-up + timed), plus set-up.
+const systemsGuess: Record<string, number> = {
+  redis: 7,
+  "redis-cluster": 4,
+  memory: 2,
+  firestore: 2,
+};
+const cellSeconds = (settings.rounds * (settings.warmupMs + settings.roundMs)) / 1000;
+const estimate =
+  backends.reduce(
+    (sum, b) => sum + (systemsGuess[b.id] ?? 3) * PATHS.length * settings.concurrency.length,
+    0,
+  ) *
+    cellSeconds +
+  scales.length * (settings.scaleSizes.length * 2 * cellSeconds + (args.size === "full" ? 15 : 5));
+progress(
+  `${args.size} run: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}; about ${Math.round(estimate / 60 + 0.4)} min of measuring plus start-ups; load ${run.loadAtStart}`,
+);
+
+let stopping: (() => Promise<void>) | undefined;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    progress(`${signal}: cleaning up`);
+    void (stopping?.() ?? Promise.resolve()).finally(() => process.exit(130));
+  });
+}
+
+if (selected("gateway")) {
+  progress("gateway: lock() over an instant backend");
+  run.gateway = await gatewayBench(settings.gatewayCycles);
+  progress(
+    `gateway: ${fmtRate(run.gateway.lock)} lock() cycles/s (floor ${fmtRate(run.gateway.floor)})`,
+  );
+}
+
+for (const [index, bench] of backends.entries()) {
+  const result: BackendResult = {
+    id: bench.id,
+    title: bench.title,
+    versions: "",
+    floorNote: "",
+    loadAtStart: loadAverage(),
+    seconds: 0,
+    contenders: [],
+    cells: new Map(),
+  };
+  run.backends.push(result);
+  const t0 = Date.now();
+  progress(
+    `[${index + 1}/${backends.length}] ${bench.title}: starting (load ${result.loadAtStart})`,
+  );
+  try {
+    const started = await bench.start(settings);
+    stopping = started.stop;
+    result.versions = started.versions;
+    result.floorNote = started.floorNote;
+    try {
+      for (const c of settings.concurrency) {
+        const session = await started.open(c);
+        try {
+          for (const who of session.contenders) {
+            if (!result.contenders.some((x) => x.name === who.name)) {
+              result.contenders.push({
+                name: who.name,
+                role: who.role,
+                ...(who.floor === undefined ? {} : { floor: who.floor }),
+              });
+            }
+          }
+          for (const path of PATHS) {
+            const ops = session.contenders.flatMap((who) => {
+              const op = who.ops[path];
+              return op === undefined ? [] : [[who.name, op] as const];
+            });
+            const results = await interleaved(settings, ops, c);
+            for (const [name, r] of results) result.cells.set(cellKey(path, c, name), r);
+            progress(
+              `  ${bench.id} ${path} ×${c}: ${[...results]
+                .map(([name, r]) => `${name} ${fmtRate(r.opsPerSec)}/s p50 ${fmtMs(r.p50)} ms`)
+                .join(" | ")}`,
+            );
+          }
+        } finally {
+          await session.close();
+        }
+      }
+    } finally {
+      stopping = undefined;
+      await started.stop();
+    }
+  } catch (error) {
+    failures++;
+    result.error = error instanceof Error ? error.message : String(error);
+    progress(`  ${bench.id} FAILED: ${result.error}`);
+  }
+  result.seconds = (Date.now() - t0) / 1000;
+}
+
+for (const id of scales) {
+  progress(
+    `scale ${id}: storing ${settings.scaleSizes.map((n) => n.toLocaleString("en-US")).join(" / ")} keys`,
+  );
+  try {
+    const r = await SCALES[id]!(settings);
+    run.scales.push(r);
+    progress(
+      `scale ${id}: ${r.results.map((x, k) => `${r.sizes[k]} keys ${fmtRate(x.opsPerSec)}/s`).join(", ")}`,
+    );
+  } catch (error) {
+    failures++;
+    const message = `scale ${id}: ${error instanceof Error ? error.message : String(error)}`;
+    run.scaleErrors.push(message);
+    progress(`  FAILED: ${message}`);
+  }
+}
+
+run.loadAtEnd = loadAverage();
+run.seconds = (Date.now() - started) / 1000;
+
+if (out !== undefined) {
+  const dir = dirname(out);
+  const chartDir = out === join(root, "BENCHMARKS.md") ? join(root, "docs", "benchmarks") : dir;
+  const base =
+    out === join(root, "BENCHMARKS.md") ? "" : `${out.replace(/^.*\//, "").replace(/\.md$/, "")}-`;
+  mkdirSync(chartDir, { recursive: true });
+  const throughputFile = join(chartDir, `${base}throughput.svg`);
+  writeFileSync(throughputFile, throughputChart(run.backends, settings.concurrency));
+  run.charts.throughput = relative(dir, throughputFile);
+  if (run.scales.length > 0) {
+    const scaleFile = join(chartDir, `${base}scale.svg`);
+    writeFileSync(scaleFile, scaleChart(run.scales));
+    run.charts.scale = relative(dir, scaleFile);
+  }
+  writeFileSync(out, renderMarkdown(run));
+  progress(`wrote ${relative(process.cwd(), out)} and its charts`);
+} else {
+  // Still render, so a smoke run proves the report and the charts build.
+  const text = renderMarkdown(run);
+  throughputChart(run.backends, settings.concurrency);
+  scaleChart(run.scales);
+  const targets = text.split("\n## ")[1] ?? "";
+  console.log(`## ${targets.trim()}`);
+}
+progress(
+  `done in ${run.seconds.toFixed(0)} s, load ${run.loadAtEnd}${failures ? `; ${failures} part(s) FAILED` : ""}`,
+);
+process.exit(failures > 0 ? 1 : 0);

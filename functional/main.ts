@@ -81,6 +81,13 @@ function random(): number {
 /** Longer than any redelivery gap (3 s), lease (5 s) and the slow message (12 s) together. */
 const STALL_MS = 45_000;
 
+/**
+ * Silence after a nack that means the emulator stranded the message: its redeliveries here
+ * come 1-3 s apart (the retry policy is 1-2 s) and a push is answered within the 10 s ack
+ * deadline, so 10 s without a new push is not a slow redelivery.
+ */
+const REPUSH_AFTER_MS = 10_000;
+
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
 const say = (text: string) => console.log(`[functional ${elapsed()}] ${text}`);
@@ -126,7 +133,14 @@ try {
     },
   });
   stops.push(() => fleet.stop());
-  const proxy = await startProxy(fleet.ports, (i) => fleet.isUp(i));
+  const proxy = await startProxy(fleet.ports, (i) => fleet.isUp(i), {
+    repushAfterMs: REPUSH_AFTER_MS,
+    // The dead-letter scenario counts the emulator's own attempts: never re-sent.
+    repushScenarios: new Set([
+      ...QUIET_SCENARIOS.map((s) => s.name).filter((name) => name !== "poison"),
+      "crash-storm",
+    ]),
+  });
   stops.push(() => proxy.close());
   say(`fleet up: ${fleet.slots.map((s) => `${s.name}:${s.port}`).join(", ")}; proxy ${proxy.url}`);
 
@@ -263,7 +277,8 @@ try {
       scenario: name,
       messages: r.published.length,
       subscriptions: r.subscriptions.length,
-      pushes: deliveries.filter((d) => d.answered).length,
+      pushes: deliveries.filter((d) => d.answered && !d.repushed).length,
+      repushes: deliveries.filter((d) => d.answered && d.repushed).length,
       deliveries: deliveries.length,
       bodyRuns: count("body"),
       duplicatesSkipped: count("duplicate"),
@@ -324,6 +339,7 @@ try {
     ["scenario", (f) => f.scenario],
     ["msgs", (f) => f.messages],
     ["pushes", (f) => f.pushes],
+    ["re-pushed", (f) => f.repushes],
     ["deliv", (f) => f.deliveries],
     ["body runs", (f) => f.bodyRuns],
     ["dup skipped", (f) => f.duplicatesSkipped],

@@ -32,6 +32,11 @@ export interface Delivery {
   /** When the push reached the proxy, and when the worker's answer came back. */
   readonly startedAt: number;
   readonly t: number;
+  /**
+   * True when the harness, not the emulator, sent this push: the same body again for a
+   * nacked message the emulator stopped redelivering (see the proxy).
+   */
+  readonly repushed?: boolean;
 }
 
 /** The scenario a worker key belongs to: the keys are `<scenario>/...`. */

@@ -42,6 +42,8 @@ export interface Figures {
   messages: number;
   subscriptions: number;
   pushes: number;
+  /** Pushes the harness re-sent for nacked messages the emulator stopped redelivering. */
+  repushes: number;
   deliveries: number;
   bodyRuns: number;
   duplicatesSkipped: number;

@@ -12,14 +12,28 @@ export interface Emulator {
   stop(): Promise<void>;
 }
 
-export type EmulatorMode = "datastore" | "firestore";
+export type EmulatorMode = "datastore" | "firestore" | "pubsub";
 
 const ENV_VAR: Record<EmulatorMode, string> = {
   datastore: "DATASTORE_EMULATOR_HOST",
   firestore: "FIRESTORE_EMULATOR_HOST",
+  pubsub: "PUBSUB_EMULATOR_HOST",
 };
 
-async function freePort(): Promise<number> {
+/** The project the clients name; every emulator accepts any. */
+export const PROJECT = "idempotency-test";
+
+/** The gcloud arguments that start each emulator on `host`. */
+function startArgs(mode: EmulatorMode, host: string): string[] {
+  if (mode === "pubsub") {
+    return ["beta", "emulators", "pubsub", "start", `--host-port=${host}`, `--project=${PROJECT}`];
+  }
+  const args = ["beta", "emulators", "firestore", "start", `--host-port=${host}`];
+  if (mode === "datastore") args.push("--database-mode=datastore-mode");
+  return args;
+}
+
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
@@ -69,7 +83,8 @@ async function killGroup(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Use the emulator named by DATASTORE_EMULATOR_HOST / FIRESTORE_EMULATOR_HOST, or start one
+ * Use the emulator named by DATASTORE_EMULATOR_HOST / FIRESTORE_EMULATOR_HOST /
+ * PUBSUB_EMULATOR_HOST, or start one
  * on a free port and set that variable for this process. Rejects when it cannot start.
  */
 export async function startEmulator(
@@ -86,8 +101,7 @@ export async function startEmulator(
   }
   const port = await freePort();
   const host = `127.0.0.1:${port}`;
-  const args = ["beta", "emulators", "firestore", "start", `--host-port=${host}`];
-  if (mode === "datastore") args.push("--database-mode=datastore-mode");
+  const args = startArgs(mode, host);
   const started = Date.now();
   let output = "";
   let spawnError: Error | undefined;
@@ -120,8 +134,8 @@ export async function startEmulator(
   };
   process.once("exit", onExit);
   process.env[envVar] = host;
-  // The Datastore client also wants a project; the emulator accepts any.
-  process.env.GCLOUD_PROJECT ??= "idempotency-test";
+  // The clients also want a project; the emulators accept any.
+  process.env.GCLOUD_PROJECT ??= PROJECT;
   child.stdout?.removeAllListeners("data");
   child.stderr?.removeAllListeners("data");
   child.stdout?.resume();

@@ -1,22 +1,10 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer as createHttpServer } from "node:http";
-import { createServer } from "node:net";
 import { type Message, PubSub } from "@google-cloud/pubsub";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
+import { type Emulator, emulatorOrSkip, PROJECT } from "../harness/gcloud-emulator.js";
 import { capturingLogger, listen } from "./helpers.js";
-
-const hasGcloud = spawnSync("gcloud", ["--version"], { stdio: "ignore" }).status === 0;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const address = server.address();
-  await new Promise<void>((done) => server.close(() => done()));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
 
 async function until(check: () => boolean | Promise<boolean>, ms: number, what: string) {
   const deadline = Date.now() + ms;
@@ -27,49 +15,25 @@ async function until(check: () => boolean | Promise<boolean>, ms: number, what: 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-// In CI a missing emulator is a failure, never a quiet skip.
-if (!hasGcloud && !process.env.CI)
-  console.warn("skipping the Pub/Sub emulator tests: no gcloud on PATH");
+// In CI a missing emulator is a failure, never a quiet skip (emulatorOrSkip throws there).
+const emulator: Emulator | undefined = await emulatorOrSkip("pubsub");
 
-describe.skipIf(!hasGcloud && !process.env.CI)("against the Pub/Sub emulator", () => {
-  let emulator: ChildProcess | undefined;
+describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
   let pubsub: PubSub;
-  let host = "";
   // Message ids restart with each emulator run: give each run its own names and backend.
   const run = `r${Date.now().toString(36)}`;
 
-  beforeAll(async () => {
-    const port = await freePort();
-    host = `127.0.0.1:${port}`;
-    emulator = spawn(
-      "gcloud",
-      ["beta", "emulators", "pubsub", "start", `--host-port=${host}`, "--project=test-project"],
-      { detached: true, stdio: "ignore" },
-    );
-    await until(
-      async () => {
-        try {
-          return (await fetch(`http://${host}/`)).ok;
-        } catch {
-          return false;
-        }
-      },
-      60_000,
-      "the emulator",
-    );
-    pubsub = new PubSub({ projectId: "test-project", apiEndpoint: host, emulatorMode: true });
+  beforeAll(() => {
+    pubsub = new PubSub({
+      projectId: PROJECT,
+      apiEndpoint: emulator?.host ?? "",
+      emulatorMode: true,
+    });
   });
 
   afterAll(async () => {
     await pubsub?.close();
-    // gcloud starts java as a child: end the whole process group we created.
-    if (emulator?.pid !== undefined) {
-      try {
-        process.kill(-emulator.pid, "SIGTERM");
-      } catch {
-        // Already gone.
-      }
-    }
+    await emulator?.stop();
   });
 
   it("pull: a duplicate order runs once, a failed message is redelivered and then acked", async () => {
@@ -127,7 +91,7 @@ describe.skipIf(!hasGcloud && !process.env.CI)("against the Pub/Sub emulator", (
         {
           id,
           text: '{"hello":"push"}',
-          subscription: `projects/test-project/subscriptions/push-${run}-sub`,
+          subscription: `projects/${PROJECT}/subscriptions/push-${run}-sub`,
         },
       ]);
       // The first delivery got a 500; the emulator redelivered it and the second one ran.

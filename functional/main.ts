@@ -1,0 +1,407 @@
+/**
+ * The functional suite: real Pub/Sub push into a fleet of worker processes on DatastoreLock,
+ * on the official emulators. `npm run functional -- --help` says what it does.
+ */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { PubSub } from "@google-cloud/pubsub";
+import { startSupplier } from "../examples/demo/supplier.js";
+import { type Emulator, PROJECT, startEmulator } from "../test/harness/gcloud-emulator.js";
+import { FLEET, Fleet } from "./fleet.js";
+import { startProxy } from "./proxy.js";
+import { type Delivery, scenarioOfKey, type WorkerEvent } from "./records.js";
+import {
+  type Context,
+  crashStorm,
+  type Figures,
+  type PublishedMessage,
+  QUIET_SCENARIOS,
+  type Scenario,
+} from "./scenarios.js";
+
+const HELP = `npm run functional -- [options]
+
+Starts the Pub/Sub emulator and the Firestore emulator in Datastore mode (or uses
+PUBSUB_EMULATOR_HOST / DATASTORE_EMULATOR_HOST), a supplier that de-duplicates on the
+Idempotency-Key header, ${FLEET.length} worker processes (${FLEET.join(", ")}) on
+DatastoreLock behind a round-robin proxy, and push subscriptions into it. Runs the quiet
+scenarios side by side, then the crash storm, prints a table and writes
+functional/results/latest.json. Exit code 1 when any invariant is violated.
+
+Options:
+  --orders N        crash-storm orders, each published twice (default 1000)
+  --lease-ms N      the workers' lease (default 5000: crashed holders are reclaimed in the run;
+                    shorter leases lapse on this loaded emulator before complete lands)
+  --crash-chance P  chance a storm body kills its worker between the supplier call and
+                    complete (default 0.02)
+  --kill-every MS   mean interval of the harness's random SIGKILLs in the storm (default 3000)
+  --seed N          seed of the storm's order, holds and kills (default 1)
+  --record          also write functional/results/reference.json (the README's figures)
+  --help            this text`;
+
+const { values } = parseArgs({
+  options: {
+    orders: { type: "string", default: "1000" },
+    "lease-ms": { type: "string", default: "5000" },
+    "crash-chance": { type: "string", default: "0.02" },
+    "kill-every": { type: "string", default: "3000" },
+    seed: { type: "string", default: "1" },
+    record: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  },
+});
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const orders = Number(values.orders);
+const leaseMs = Number(values["lease-ms"]);
+const crashChance = Number(values["crash-chance"]);
+const killEveryMs = Number(values["kill-every"]);
+let seed = Number(values.seed);
+for (const [name, value] of Object.entries({ orders, leaseMs, killEveryMs, seed })) {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    console.error(`--${name} must be a positive integer`);
+    process.exit(2);
+  }
+}
+if (!(crashChance >= 0 && crashChance <= 1)) {
+  console.error("--crash-chance must be between 0 and 1");
+  process.exit(2);
+}
+
+/** A small deterministic PRNG, so a seed reproduces the storm's order, holds and kills. */
+function random(): number {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed / 2147483648;
+}
+
+/** Longer than any redelivery gap (3 s), lease (5 s) and the slow message (12 s) together. */
+const STALL_MS = 45_000;
+
+/**
+ * Silence after a nack that means the emulator stranded the message: its redeliveries here
+ * come 1-3 s apart (the retry policy is 1-2 s) and a push is answered within the 10 s ack
+ * deadline, so 10 s without a new push is not a slow redelivery.
+ */
+const REPUSH_AFTER_MS = 10_000;
+
+const started = Date.now();
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+const say = (text: string) => console.log(`[functional ${elapsed()}] ${text}`);
+
+// google-auth-library otherwise probes for a GCE metadata server and warns that none is here.
+process.env.METADATA_SERVER_DETECTION ??= "none";
+const run = `r${Date.now().toString(36)}`;
+const root = fileURLToPath(new URL("..", import.meta.url));
+const runDir = join(root, ".tmp", "functional", run);
+const resultsDir = join(root, "functional", "results");
+mkdirSync(runDir, { recursive: true });
+mkdirSync(resultsDir, { recursive: true });
+
+const emulators: Emulator[] = [];
+const stops: (() => Promise<void>)[] = [];
+async function shutdown(): Promise<void> {
+  for (const stop of stops.reverse()) await stop().catch(() => {});
+  await Promise.all(emulators.map((e) => e.stop()));
+}
+process.once("SIGINT", () => void shutdown().then(() => process.exit(130)));
+
+try {
+  const [pubsubEmulator, datastoreEmulator] = await Promise.all([
+    startEmulator("pubsub"),
+    startEmulator("datastore"),
+  ]);
+  emulators.push(pubsubEmulator, datastoreEmulator);
+  for (const e of [pubsubEmulator, datastoreEmulator])
+    say(`emulator at ${e.host}${e.owned ? `, started in ${e.startupMs} ms` : " (existing)"}`);
+
+  const supplier = await startSupplier();
+  stops.push(() => supplier.close());
+  const fleet = await Fleet.start({
+    runDir,
+    supplierUrl: supplier.url,
+    namespace: `functional-${run}`,
+    leaseMs,
+    crashChance,
+    env: {
+      DATASTORE_EMULATOR_HOST: datastoreEmulator.host,
+      GCLOUD_PROJECT: PROJECT,
+      METADATA_SERVER_DETECTION: "none",
+    },
+  });
+  stops.push(() => fleet.stop());
+  const proxy = await startProxy(fleet.ports, (i) => fleet.isUp(i), {
+    repushAfterMs: REPUSH_AFTER_MS,
+    // The dead-letter scenario counts the emulator's own attempts: never re-sent.
+    repushScenarios: new Set([
+      ...QUIET_SCENARIOS.map((s) => s.name).filter((name) => name !== "poison"),
+      "crash-storm",
+    ]),
+  });
+  stops.push(() => proxy.close());
+  say(`fleet up: ${fleet.slots.map((s) => `${s.name}:${s.port}`).join(", ")}; proxy ${proxy.url}`);
+
+  const pubsub = new PubSub({
+    projectId: PROJECT,
+    apiEndpoint: pubsubEmulator.host,
+    emulatorMode: true,
+  });
+  stops.push(() => pubsub.close());
+  const ctx: Context = {
+    pubsub,
+    proxy,
+    supplier,
+    run,
+    deadLettered: new Map(),
+    random,
+    closers: [],
+  };
+
+  interface Running {
+    readonly scenario: Scenario;
+    readonly published: readonly PublishedMessage[];
+    readonly subscriptions: readonly string[];
+    readonly startedAt: number;
+    settledAt?: number;
+  }
+
+  const acked = new Set<string>(); // `${subscription}/${messageId}` answered 2xx
+  let seen = 0;
+  const settled = (r: Running): boolean => {
+    for (; seen < proxy.deliveries.length; seen++) {
+      const d = proxy.deliveries[seen] as Delivery;
+      if (d.answered && d.status >= 200 && d.status < 300)
+        acked.add(`${d.subscription}/${d.messageId}`);
+    }
+    return r.published.every((m) =>
+      m.poison
+        ? ctx.deadLettered.has(m.orderId)
+        : m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
+    );
+  };
+
+  async function runAll(scenarios: readonly Scenario[], timeoutMs: number, during?: () => void) {
+    const running: Running[] = await Promise.all(
+      scenarios.map(async (scenario) => {
+        const startedAt = Date.now();
+        return { scenario, startedAt, ...(await scenario.publish(ctx)) };
+      }),
+    );
+    say(`published ${running.map((r) => `${r.scenario.name}: ${r.published.length}`).join(", ")}`);
+    const deadline = Date.now() + timeoutMs;
+    let nextProgress = Date.now() + 10_000;
+    // The emulator sometimes never pushes a nacked message again (see the README): give up
+    // once nothing has been acked for STALL_MS and report those messages as unacked.
+    let lastAcks = acked.size;
+    let lastProgressAt = Date.now();
+    while (running.some((r) => r.settledAt === undefined) && Date.now() < deadline) {
+      if (acked.size !== lastAcks) {
+        lastAcks = acked.size;
+        lastProgressAt = Date.now();
+      } else if (Date.now() - lastProgressAt > STALL_MS) {
+        say(`no push acked for ${STALL_MS / 1000} s: giving up on the rest`);
+        break;
+      }
+      if (Date.now() > nextProgress) {
+        nextProgress += 10_000;
+        say(`acked ${acked.size} pushes so far; ${fleet.kills} kills, ${fleet.restarts} restarts`);
+      }
+      for (const r of running)
+        if (r.settledAt === undefined && settled(r)) r.settledAt = Date.now();
+      during?.();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return running;
+  }
+
+  say("quiet scenarios, side by side");
+  const quiet = await runAll(QUIET_SCENARIOS, 120_000);
+  // An acked message must not come back: wait out one emulator redelivery interval (~1 s).
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+
+  say(`crash storm: ${orders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`);
+  let nextKill = Date.now() + killEveryMs;
+  const storm = await runAll([crashStorm({ orders })], 240_000 + orders * 100, () => {
+    if (Date.now() < nextKill) return;
+    nextKill = Date.now() + killEveryMs * (0.5 + random());
+    // Keep at least two instances serving, so the storm still makes progress.
+    if (fleet.slots.filter((s) => s.up).length > 2) fleet.killRandom(random);
+  });
+  const stormKills = fleet.kills;
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  for (const close of ctx.closers) await close();
+
+  const events: WorkerEvent[] = readdirSync(runDir)
+    .filter((f) => f.endsWith(".jsonl"))
+    .flatMap((f) =>
+      readFileSync(join(runDir, f), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as WorkerEvent),
+    );
+  const scenarioOfMessage = new Map<string, string>();
+  for (const r of [...quiet, ...storm])
+    for (const m of r.published) scenarioOfMessage.set(m.messageId, r.scenario.name);
+  const unattributed = events.filter(
+    (e) => !scenarioOfKey(e.key) && !scenarioOfMessage.has(e.messageId ?? ""),
+  );
+
+  const figures: Figures[] = [...quiet, ...storm].map((r) => {
+    const name = r.scenario.name;
+    const mine = events.filter(
+      (e) => scenarioOfKey(e.key) === name || scenarioOfMessage.get(e.messageId ?? "") === name,
+    );
+    const count = (kind: WorkerEvent["kind"]) => mine.filter((e) => e.kind === kind).length;
+    // release() moves the fence on (n -> n+1) and the next claim takes n+2; a claim at n+1
+    // with no release of n before it took over a lapsed lease: a crashed or slow holder.
+    const released = new Set(
+      mine.filter((e) => e.kind === "release").map((e) => `${e.key}#${e.fence}`),
+    );
+    const reclaims = mine.filter((e) => e.kind === "reclaim");
+    const afterLapse = reclaims.filter((e) => !released.has(`${e.key}#${(e.fence ?? 0) - 2}`));
+    const deliveries = proxy.deliveries.filter((d) => d.scenario === name);
+    const supplierIds = [
+      ...new Set(r.published.filter((m) => !m.poison).map((m) => `${name}/${m.orderId}`)),
+    ];
+    const accepted = (id: string) => supplier.accepted.get(id) ?? 0;
+    const resends = supplierIds.reduce((n, id) => n + (supplier.deduplicated.get(id) ?? 0), 0);
+    const unacked = r.published.filter((m) =>
+      m.poison
+        ? !ctx.deadLettered.has(m.orderId)
+        : !m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
+    ).length;
+    const f: Figures = {
+      scenario: name,
+      messages: r.published.length,
+      subscriptions: r.subscriptions.length,
+      pushes: deliveries.filter((d) => d.answered && !d.repushed).length,
+      repushes: deliveries.filter((d) => d.answered && d.repushed).length,
+      deliveries: deliveries.length,
+      bodyRuns: count("body"),
+      duplicatesSkipped: count("duplicate"),
+      contentionNacks: count("contention"),
+      bodyFailures: count("failed"),
+      crashes: count("crash") + (name === "crash-storm" ? stormKills : 0),
+      reclaims: afterLapse.length,
+      fencedOut: count("fenced_out"),
+      supplierOrders: supplierIds.length,
+      supplierExactlyOnce: supplierIds.filter((id) => accepted(id) === 1).length,
+      supplierMissing: supplierIds.filter((id) => accepted(id) === 0).length,
+      supplierExtra: supplierIds.filter((id) => accepted(id) > 1).length,
+      supplierResendsDeduplicated: resends,
+      unacked,
+      seconds: Math.round(((r.settledAt ?? Date.now()) - r.startedAt) / 100) / 10,
+      notes: { reclaimsAfterRelease: reclaims.length - afterLapse.length },
+      violations: [],
+    };
+    const stranded = r.published.filter(
+      (m) => !m.poison && !m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
+    );
+    if (stranded.length > 0)
+      f.notes.unackedMessages = stranded.slice(0, 20).map((m) => ({
+        messageId: m.messageId,
+        orderId: m.orderId,
+        pushes: deliveries
+          .filter((d) => d.messageId === m.messageId && d.answered)
+          .map((d) => `${d.status}@${Math.round((d.startedAt - r.startedAt) / 100) / 10}s`),
+      }));
+    if (name === "crash-storm") {
+      f.notes.selfCrashesInWindow = count("crash");
+      f.notes.harnessKills = stormKills;
+      f.notes.restarts = fleet.restarts;
+      f.notes.bodyRunsAbovePerOrder = f.bodyRuns - f.supplierOrders;
+      f.notes.leaseMs = leaseMs;
+    }
+    // The invariants every scenario shares.
+    if (f.supplierExactlyOnce !== f.supplierOrders)
+      f.violations.push(
+        `supplier: ${f.supplierExactlyOnce}/${f.supplierOrders} exactly once, ${f.supplierMissing} missing, ${f.supplierExtra} more than once`,
+      );
+    if (f.unacked > 0) f.violations.push(`${f.unacked} messages never acked (or dead-lettered)`);
+    if (name !== "transient" && name !== "poison" && f.bodyFailures > 0)
+      f.violations.push(
+        `${f.bodyFailures} body failures: ${mine.find((e) => e.kind === "failed")?.error}`,
+      );
+    if (name === "poison" && f.bodyFailures !== 5)
+      f.violations.push(`poison: ${f.bodyFailures} body failures, expected 5`);
+    r.scenario.check(
+      f,
+      { published: r.published, subscriptions: r.subscriptions, deliveries, events: mine },
+      ctx,
+    );
+    return f;
+  });
+
+  const columns: [string, (f: Figures) => string | number][] = [
+    ["scenario", (f) => f.scenario],
+    ["msgs", (f) => f.messages],
+    ["pushes", (f) => f.pushes],
+    ["re-pushed", (f) => f.repushes],
+    ["deliv", (f) => f.deliveries],
+    ["body runs", (f) => f.bodyRuns],
+    ["dup skipped", (f) => f.duplicatesSkipped],
+    ["contention", (f) => f.contentionNacks],
+    ["failures", (f) => f.bodyFailures],
+    ["crashes", (f) => f.crashes],
+    ["reclaims", (f) => f.reclaims],
+    [
+      "supplier once/missing/extra",
+      (f) => `${f.supplierExactlyOnce}/${f.supplierMissing}/${f.supplierExtra}`,
+    ],
+    ["unacked", (f) => f.unacked],
+    ["s", (f) => f.seconds.toFixed(1)],
+    ["ok", (f) => (f.violations.length === 0 ? "yes" : "NO")],
+  ];
+  const cells = figures.map((f) => columns.map(([, get]) => String(get(f))));
+  const widths = columns.map(([head], i) =>
+    Math.max(head.length, ...cells.map((row) => (row[i] ?? "").length)),
+  );
+  const line = (row: string[]) =>
+    `| ${row.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(" | ")} |`;
+  console.log("");
+  console.log(line(columns.map(([head]) => head)));
+  console.log(
+    `|${widths.map((w, i) => (i === 0 ? `:${"-".repeat(w + 1)}` : `${"-".repeat(w + 1)}:`)).join("|")}|`,
+  );
+  for (const row of cells) console.log(line(row));
+  console.log("");
+  for (const f of figures) {
+    for (const v of f.violations) console.log(`VIOLATION ${f.scenario}: ${v}`);
+    if (Object.keys(f.notes).length > 0) console.log(`  ${f.scenario}: ${JSON.stringify(f.notes)}`);
+  }
+  if (unattributed.length > 0)
+    console.log(
+      `VIOLATION: ${unattributed.length} worker events outside any scenario, e.g. ${JSON.stringify(unattributed[0])}`,
+    );
+
+  const ok = figures.every((f) => f.violations.length === 0) && unattributed.length === 0;
+  const result = {
+    ok,
+    run,
+    finishedAt: new Date().toISOString(),
+    seconds: Math.round((Date.now() - started) / 1000),
+    options: { orders, leaseMs, crashChance, killEveryMs, seed: Number(values.seed) },
+    fleet: fleet.slots.map((s) => ({ name: s.name, starts: s.starts })),
+    emulators: { pubsub: pubsubEmulator.host, datastore: datastoreEmulator.host },
+    scenarios: figures.map((f) => ({
+      ...f,
+      claim: [...QUIET_SCENARIOS, crashStorm({ orders })].find((s) => s.name === f.scenario)?.claim,
+    })),
+  };
+  const json = `${JSON.stringify(result, null, 2)}\n`;
+  writeFileSync(join(resultsDir, "latest.json"), json);
+  if (values.record) writeFileSync(join(resultsDir, "reference.json"), json);
+  say(ok ? "OK: every invariant held" : "FAILED: see the violations above");
+  process.exitCode = ok ? 0 : 1;
+} catch (error) {
+  console.error(error);
+  process.exitCode = 1;
+} finally {
+  await shutdown();
+  say(`done; worker logs in ${runDir}`);
+  // Client libraries can keep timers alive after close(); the verdict is already set.
+  process.exit();
+}

@@ -1,0 +1,395 @@
+/**
+ * The scenarios: what each publishes, when it is settled, and what must then be true of the
+ * supplier's and the workers' records. Each owns its topics and keys (`<scenario>/...`), so
+ * the quiet ones run side by side; the crash storm runs alone, since it kills workers.
+ */
+import type { PubSub, Topic } from "@google-cloud/pubsub";
+import type { Supplier } from "../examples/demo/supplier.js";
+import { PROJECT } from "../test/harness/gcloud-emulator.js";
+import type { PushProxy } from "./proxy.js";
+import type { Delivery, WorkerEvent } from "./records.js";
+
+/** The emulator treats shorter backoffs as about 1 s, then 3 s (see the README). */
+export const RETRY_POLICY = {
+  minimumBackoff: { seconds: 1 },
+  maximumBackoff: { seconds: 2 },
+} as const;
+export const DEAD_LETTER_ATTEMPTS = 5;
+
+export interface Context {
+  readonly pubsub: PubSub;
+  readonly proxy: PushProxy;
+  readonly supplier: Supplier;
+  readonly run: string;
+  /** Orders received on the dead-letter topics, by the harness's pull subscriber. */
+  readonly deadLettered: Map<string, { deliveryCount: string; subscription: string }>;
+  readonly random: () => number;
+  /** Pull subscribers and the like the harness must close at the end. */
+  readonly closers: (() => Promise<void>)[];
+}
+
+export interface PublishedMessage {
+  readonly messageId: string;
+  readonly orderId: string;
+  /** A message that must end on the dead-letter topic instead of being acked. */
+  readonly poison: boolean;
+  /** The subscriptions that must each ack it. */
+  readonly subscriptions: readonly string[];
+}
+
+export interface Figures {
+  scenario: string;
+  messages: number;
+  subscriptions: number;
+  pushes: number;
+  /** Pushes the harness re-sent for nacked messages the emulator stopped redelivering. */
+  repushes: number;
+  deliveries: number;
+  bodyRuns: number;
+  duplicatesSkipped: number;
+  contentionNacks: number;
+  bodyFailures: number;
+  crashes: number;
+  reclaims: number;
+  fencedOut: number;
+  supplierOrders: number;
+  supplierExactlyOnce: number;
+  supplierMissing: number;
+  supplierExtra: number;
+  supplierResendsDeduplicated: number;
+  unacked: number;
+  seconds: number;
+  notes: Record<string, unknown>;
+  violations: string[];
+}
+
+export interface ScenarioRecords {
+  readonly published: readonly PublishedMessage[];
+  readonly subscriptions: readonly string[];
+  readonly deliveries: readonly Delivery[];
+  readonly events: readonly WorkerEvent[];
+}
+
+export interface Scenario {
+  readonly name: string;
+  /** What it proves, one line (printed under the table). */
+  readonly claim: string;
+  /** Create topics and push subscriptions, publish; resolves to what was published. */
+  publish(ctx: Context): Promise<{ published: PublishedMessage[]; subscriptions: string[] }>;
+  /** Scenario-specific checks on the figures; push violations, add notes. */
+  check(figures: Figures, records: ScenarioRecords, ctx: Context): void;
+}
+
+interface SubscriptionSpec {
+  readonly name: string;
+  readonly ackDeadlineSeconds?: number;
+  readonly deadLetterTopic?: string;
+}
+
+interface PushTopic {
+  readonly topic: Topic;
+  readonly subscriptions: readonly string[];
+}
+
+async function pushTopic(
+  ctx: Context,
+  name: string,
+  subscriptions: readonly SubscriptionSpec[],
+): Promise<PushTopic> {
+  const topicName = `${name}-${ctx.run}`;
+  const [topic] = await ctx.pubsub.createTopic(topicName);
+  for (const spec of subscriptions) {
+    await topic.createSubscription(spec.name, {
+      // The topic in the path lets functions-framework name the CloudEvent's source.
+      pushConfig: { pushEndpoint: `${ctx.proxy.url}/projects/${PROJECT}/topics/${topicName}` },
+      retryPolicy: RETRY_POLICY,
+      ackDeadlineSeconds: spec.ackDeadlineSeconds ?? 10,
+      ...(spec.deadLetterTopic
+        ? {
+            deadLetterPolicy: {
+              deadLetterTopic: spec.deadLetterTopic,
+              maxDeliveryAttempts: DEAD_LETTER_ATTEMPTS,
+            },
+          }
+        : {}),
+    });
+  }
+  return { topic, subscriptions: subscriptions.map((s) => s.name) };
+}
+
+interface Order {
+  readonly orderId: string;
+  readonly attributes?: Readonly<Record<string, string>>;
+  /** Passed to the supplier by the body: holdMs, failFirst. */
+  readonly behaviour?: Readonly<Record<string, number>>;
+}
+
+async function publishOrders(
+  { topic, subscriptions }: PushTopic,
+  scenario: string,
+  orders: readonly Order[],
+): Promise<PublishedMessage[]> {
+  return Promise.all(
+    orders.map(async (order) => {
+      const attributes: Record<string, string> = {
+        scenario,
+        orderId: order.orderId,
+        ...order.attributes,
+      };
+      const messageId = await topic.publishMessage({
+        // functions-framework only converts a push body whose message has data.
+        data: Buffer.from(JSON.stringify(order.behaviour ?? {})),
+        attributes,
+      });
+      return {
+        messageId,
+        orderId: order.orderId,
+        poison: attributes.poison === "1",
+        subscriptions,
+      };
+    }),
+  );
+}
+
+const ids = (prefix: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `${prefix}-${String(i + 1).padStart(4, "0")}`);
+
+function expectEqual(f: Figures, what: string, actual: number, expected: number): void {
+  if (actual !== expected) f.violations.push(`${what}: ${actual}, expected ${expected}`);
+}
+
+function expectAtLeast(f: Figures, what: string, actual: number, least: number): void {
+  if (actual < least) f.violations.push(`${what}: ${actual}, expected at least ${least}`);
+}
+
+/** The gaps between successive pushes of each message, in ms (what the retry policy gave). */
+function redeliveryGaps(deliveries: readonly Delivery[]): number[] {
+  const byMessage = new Map<string, number[]>();
+  for (const d of deliveries.filter((d) => d.answered)) {
+    const times = byMessage.get(`${d.subscription}/${d.messageId}`) ?? [];
+    times.push(d.t);
+    byMessage.set(`${d.subscription}/${d.messageId}`, times);
+  }
+  const gaps: number[] = [];
+  for (const times of byMessage.values()) {
+    times.sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++) gaps.push((times[i] ?? 0) - (times[i - 1] ?? 0));
+  }
+  return gaps;
+}
+
+export const QUIET_SCENARIOS: readonly Scenario[] = [
+  {
+    name: "acked-once",
+    claim: "a message delivered and acked is processed once, and not delivered again",
+    async publish(ctx) {
+      const topic = await pushTopic(ctx, "acked", [{ name: `acked-${ctx.run}` }]);
+      const published = await publishOrders(
+        topic,
+        "acked-once",
+        ids("a", 20).map((orderId) => ({ orderId })),
+      );
+      return { published, subscriptions: [`acked-${ctx.run}`] };
+    },
+    check(f) {
+      expectEqual(f, "body runs", f.bodyRuns, f.messages);
+      expectEqual(f, "pushes", f.pushes, f.messages);
+      expectEqual(f, "duplicates", f.duplicatesSkipped, 0);
+    },
+  },
+  {
+    name: "concurrent",
+    claim:
+      "one message delivered to 4 instances at once (proxy fan-out), and one the emulator redelivers while the first delivery still runs, are each processed once",
+    async publish(ctx) {
+      const fanout = await pushTopic(ctx, "fanout", [{ name: `fanout-${ctx.run}` }]);
+      const slow = await pushTopic(ctx, "slowack", [{ name: `slowack-${ctx.run}` }]);
+      const published = [
+        ...(await publishOrders(
+          fanout,
+          "concurrent",
+          ids("c", 8).map((orderId) => ({ orderId, attributes: { fanout: "4" } })),
+        )),
+        // Held past the 10 s ack deadline: the emulator redelivers it while it runs.
+        ...(await publishOrders(slow, "concurrent", [
+          { orderId: "c-slow", behaviour: { holdMs: 12_000 } },
+        ])),
+      ];
+      return { published, subscriptions: [`fanout-${ctx.run}`, `slowack-${ctx.run}`] };
+    },
+    check(f, records) {
+      expectEqual(f, "body runs", f.bodyRuns, f.messages);
+      // Every copy beyond the one that ran was skipped (duplicate) or refused (held).
+      expectAtLeast(
+        f,
+        "copies skipped or refused",
+        f.duplicatesSkipped + f.contentionNacks,
+        f.deliveries - f.messages,
+      );
+      const slowPushes = records.deliveries.filter(
+        (d) => d.subscription.startsWith("slowack") && d.answered,
+      );
+      f.notes.slowMessagePushes = slowPushes.length;
+      // Did the emulator push it again while an earlier push of it was still running?
+      f.notes.emulatorRedeliveredWhileRunning = slowPushes.some((a) =>
+        slowPushes.some((b) => b !== a && b.startedAt > a.startedAt && b.startedAt < a.t),
+      );
+    },
+  },
+  {
+    name: "two-subscriptions",
+    claim: "two subscriptions on one topic (same messageId) process each message once",
+    async publish(ctx) {
+      const subscriptions = [`first-${ctx.run}`, `second-${ctx.run}`];
+      const topic = await pushTopic(
+        ctx,
+        "fan",
+        subscriptions.map((name) => ({ name })),
+      );
+      const published = await publishOrders(
+        topic,
+        "two-subscriptions",
+        ids("t", 10).map((orderId) => ({ orderId })),
+      );
+      return { published, subscriptions };
+    },
+    check(f) {
+      expectEqual(f, "body runs", f.bodyRuns, f.messages);
+      expectAtLeast(f, "pushes", f.pushes, 2 * f.messages);
+      expectEqual(f, "duplicates skipped", f.duplicatesSkipped, f.messages);
+    },
+  },
+  {
+    name: "transient",
+    claim:
+      "a body that fails twice (supplier 503, nack) is redelivered by Pub/Sub and succeeds once",
+    async publish(ctx) {
+      const topic = await pushTopic(ctx, "flaky", [{ name: `flaky-${ctx.run}` }]);
+      const published = await publishOrders(
+        topic,
+        "transient",
+        ids("f", 5).map((orderId) => ({ orderId, behaviour: { failFirst: 2 } })),
+      );
+      return { published, subscriptions: [`flaky-${ctx.run}`] };
+    },
+    check(f, records) {
+      expectEqual(f, "body runs", f.bodyRuns, 3 * f.messages);
+      expectEqual(f, "body failures", f.bodyFailures, 2 * f.messages);
+      expectEqual(f, "supplier re-sends de-duplicated", f.supplierResendsDeduplicated, 0);
+      const gaps = redeliveryGaps(records.deliveries);
+      f.notes.redeliveryGapsMs = gaps;
+    },
+  },
+  {
+    name: "republished",
+    claim: "the same order republished (a new messageId, the same business key) is processed once",
+    async publish(ctx) {
+      const topic = await pushTopic(ctx, "repub", [{ name: `repub-${ctx.run}` }]);
+      const orders = ids("r", 10).map((orderId) => ({ orderId, attributes: { keyBy: "order" } }));
+      const published = [
+        ...(await publishOrders(topic, "republished", orders)),
+        ...(await publishOrders(topic, "republished", orders)),
+      ];
+      return { published, subscriptions: [`repub-${ctx.run}`] };
+    },
+    check(f) {
+      expectEqual(f, "body runs", f.bodyRuns, f.messages / 2);
+      expectEqual(f, "duplicates skipped", f.duplicatesSkipped, f.messages / 2);
+    },
+  },
+  {
+    name: "po-updates",
+    claim:
+      "distinct status updates of one PO (mutex on the PO inside the messageId lock) all apply, once each, never overlapping",
+    async publish(ctx) {
+      const topic = await pushTopic(ctx, "po", [{ name: `po-${ctx.run}` }]);
+      const orders = ["PO-1", "PO-2", "PO-3"].flatMap((po) =>
+        Array.from({ length: 6 }, (_, i) => ({
+          orderId: `${po}/status-${i + 1}`,
+          attributes: { po },
+          behaviour: { holdMs: 80 },
+        })),
+      );
+      const published = await publishOrders(topic, "po-updates", orders);
+      return { published, subscriptions: [`po-${ctx.run}`] };
+    },
+    check(f, _records, ctx) {
+      const overlaps = [...ctx.supplier.overlaps.entries()].filter(([po]) => po.startsWith("PO-"));
+      f.notes.overlaps = Object.fromEntries(overlaps);
+      expectEqual(
+        f,
+        "overlapping supplier calls for one PO",
+        overlaps.reduce((n, [, v]) => n + v, 0),
+        0,
+      );
+      expectEqual(f, "supplier re-sends", f.supplierResendsDeduplicated, 0);
+    },
+  },
+  {
+    name: "poison",
+    claim: `a poison message is nacked until the dead-letter topic receives it (${DEAD_LETTER_ATTEMPTS} attempts); its neighbours are processed once`,
+    async publish(ctx) {
+      const [dlq] = await ctx.pubsub.createTopic(`dead-${ctx.run}`);
+      const [dlqPull] = await dlq.createSubscription(`dead-pull-${ctx.run}`);
+      ctx.closers.push(() => dlqPull.close());
+      dlqPull.on("message", (m) => {
+        ctx.deadLettered.set(m.attributes.orderId ?? "", {
+          deliveryCount: m.attributes.CloudPubSubDeadLetterSourceDeliveryCount ?? "",
+          subscription: m.attributes.CloudPubSubDeadLetterSourceSubscription ?? "",
+        });
+        m.ack();
+      });
+      const topic = await pushTopic(ctx, "poison", [
+        { name: `poison-${ctx.run}`, deadLetterTopic: dlq.name },
+      ]);
+      const published = await publishOrders(topic, "poison", [
+        { orderId: "p-poison", attributes: { poison: "1" } },
+        ...ids("p", 5).map((orderId) => ({ orderId })),
+      ]);
+      return { published, subscriptions: [`poison-${ctx.run}`] };
+    },
+    check(f, records, ctx) {
+      const dead = ctx.deadLettered.get("p-poison");
+      if (!dead) f.violations.push("the poison message never reached the dead-letter topic");
+      f.notes.deadLetter = dead ?? null;
+      const poisonId = records.published.find((p) => p.poison)?.messageId;
+      const poisonPushes = records.deliveries.filter((d) => d.messageId === poisonId).length;
+      f.notes.poisonPushes = poisonPushes;
+      expectEqual(f, "poison pushes", poisonPushes, DEAD_LETTER_ATTEMPTS);
+      expectEqual(f, "body runs", f.bodyRuns, DEAD_LETTER_ATTEMPTS + 5);
+      if (ctx.supplier.arrivals.has("poison/p-poison"))
+        f.violations.push("the poison message reached the supplier");
+    },
+  },
+];
+
+export interface StormOptions {
+  readonly orders: number;
+}
+
+/** Crash storm: every order published twice, shuffled; crashable bodies; workers killed. */
+export function crashStorm(options: StormOptions): Scenario {
+  return {
+    name: "crash-storm",
+    claim: `${options.orders} orders, each published twice, workers SIGKILLed at random (also between the supplier call and complete) and restarted: each order at the supplier exactly once`,
+    async publish(ctx) {
+      const topic = await pushTopic(ctx, "storm", [{ name: `storm-${ctx.run}` }]);
+      const orders: Order[] = ids("s", options.orders).map((orderId) => ({
+        orderId,
+        attributes: { keyBy: "order", crashable: "1" },
+        behaviour: { holdMs: Math.floor(ctx.random() * 20) },
+      }));
+      const copies = [...orders, ...orders];
+      for (let i = copies.length - 1; i > 0; i--) {
+        const j = Math.floor(ctx.random() * (i + 1));
+        [copies[i], copies[j]] = [copies[j] as Order, copies[i] as Order];
+      }
+      const published = await publishOrders(topic, "crash-storm", copies);
+      return { published, subscriptions: [`storm-${ctx.run}`] };
+    },
+    check(f) {
+      expectAtLeast(f, "crashes", f.crashes, 1);
+      expectAtLeast(f, "reclaims", f.reclaims, 1);
+    },
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * What every worker of the fleet shares, whatever its server: the DatastoreLock, the key, the
+ * guarded body (a call to the supplier) and the record of what happened, one JSON line per
+ * event appended synchronously to this worker's file, so a SIGKILL loses nothing written.
+ *
+ * Configured by the harness through the environment (see WorkerEnv in ../fleet.ts).
+ */
+import { appendFileSync } from "node:fs";
+import {
+  InProgress,
+  type LockBackend,
+  type Logger,
+  mutex,
+  type PushMessage,
+} from "gcp-pubsub-idempotency";
+import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
+import { sendOrder } from "../../examples/demo/supplier.js";
+import type { WorkerEvent } from "../records.js";
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`worker: ${name} is not set`);
+  return value;
+}
+
+const worker = required("FUNCTIONAL_WORKER");
+const eventsFile = required("FUNCTIONAL_EVENTS_FILE");
+const supplierUrl = required("FUNCTIONAL_SUPPLIER_URL");
+export const leaseMs = Number(required("FUNCTIONAL_LEASE_MS"));
+/**
+ * The PO mutex's lease. Longer than the gateway's: on the emulator, reclaim transactions
+ * that contend for one record wait out lock timeouts of seconds, so a 2 s lease can lapse
+ * before claim() even returns, and a mutex (which has no complete to fence) would overlap.
+ */
+const mutexLeaseMs = Math.max(leaseMs, 15_000);
+/** Chance that a crashable body kills its own process between the supplier call and complete. */
+const crashChance = Number(process.env.FUNCTIONAL_CRASH_CHANCE ?? "0");
+
+function record(event: Omit<WorkerEvent, "worker" | "pid" | "t">): void {
+  const line: WorkerEvent = { worker, pid: process.pid, t: Date.now(), ...event };
+  appendFileSync(eventsFile, `${JSON.stringify(line)}\n`);
+}
+
+const store = new DatastoreLock({
+  projectId: required("GCLOUD_PROJECT"),
+  namespace: required("FUNCTIONAL_NAMESPACE"),
+});
+
+/** The store as the gateway sees it, reporting each claim won over a lapsed or released one. */
+export const backend: LockBackend = {
+  async claim(key, ms) {
+    const outcome = await store.claim(key, ms);
+    if (outcome.status === "won" && outcome.claim.fencingId > 1)
+      record({ kind: "reclaim", key, fence: outcome.claim.fencingId });
+    return outcome;
+  },
+  complete: (claim) => store.complete(claim),
+  async release(claim) {
+    record({ kind: "release", key: claim.key, fence: claim.fencingId });
+    await store.release(claim);
+  },
+  renew: (claim, ms) => store.renew(claim, ms),
+};
+
+/**
+ * The idempotency key. `scenario` is the publisher's stream name, the same for every
+ * subscription, so two subscriptions on one topic share a key; `keyBy=order` keys on the
+ * business id, so a republished order (a new messageId) is still the same key.
+ */
+export function keyOf(message: PushMessage): string {
+  const { scenario = "none", keyBy, orderId } = message.attributes;
+  return keyBy === "order" && orderId
+    ? `${scenario}/order:${orderId}`
+    : `${scenario}/msg:${message.messageId}`;
+}
+
+/** Sorts the gateway's log lines into the worker's record; prints nothing. */
+export const logger: Logger = {
+  info() {},
+  warn(_message, fields) {
+    if (fields?.outcome === "in_progress")
+      record({ kind: "contention", key: String(fields.key ?? "") });
+  },
+  error(message, fields) {
+    if (fields?.outcome === "fenced_out") record({ kind: "fenced_out", key: String(fields.key) });
+    // The body records its own failures (the cloudEvent surface never logs them here).
+    else if (!message.startsWith("the handler threw"))
+      record({
+        kind: "failed",
+        key: String(fields?.key ?? ""),
+        error: `${message}: ${String(fields?.error)}`,
+      });
+  },
+};
+
+export const onDuplicate = (key: string): void => record({ kind: "duplicate", key });
+
+/** The guarded body: what must happen once per key. */
+export async function placeOrder(message: PushMessage): Promise<void> {
+  const { scenario = "none", orderId = message.messageId, po, crashable } = message.attributes;
+  const key = keyOf(message);
+  record({ kind: "body", key, messageId: message.messageId });
+  try {
+    await callSupplier(message, scenario, orderId, po);
+  } catch (error) {
+    // A mutex still held after waitMs is contention on the PO (a nack), not a fault.
+    record({
+      kind: error instanceof InProgress ? "contention" : "failed",
+      key,
+      error: String(error),
+    });
+    throw error;
+  }
+  record({ kind: "supplied", key });
+  if (crashable && Math.random() < crashChance) {
+    // The crash window "key your sink" closes: sent, not yet completed.
+    record({ kind: "crash", key });
+    process.kill(process.pid, "SIGKILL");
+  }
+}
+
+async function callSupplier(
+  message: PushMessage,
+  scenario: string,
+  orderId: string,
+  po: string | undefined,
+): Promise<void> {
+  if (message.attributes.poison) throw new Error("poison message: this body always fails");
+  const behaviour = JSON.parse(message.text() || "{}") as { holdMs?: number; failFirst?: number };
+  // The supplier's key is the business key: a re-send after a crash is a no-op there.
+  const supplierKey = `${scenario}/${orderId}`;
+  const send = () =>
+    sendOrder(supplierUrl, supplierKey, supplierKey, {
+      ...behaviour,
+      ...(po ? { entity: po } : {}),
+    });
+  if (po) {
+    // Updates of one PO one at a time; the messageId lock around this makes each apply once.
+    await mutex(
+      `${scenario}/po:${po}`,
+      { backend: store, leaseMs: mutexLeaseMs, waitMs: 3_000, logger },
+      send,
+    );
+  } else {
+    await send();
+  }
+}
+
+/** The harness ends a worker by closing its IPC channel (or by SIGKILL). */
+process.on("disconnect", () => process.exit(0));

@@ -7,12 +7,22 @@ export interface LogLine {
 }
 
 /** A logger that keeps what it was told, so a test can assert on the lines. */
-export function captureLogger(): Logger & { lines: LogLine[] } {
+export function captureLogger(): Logger & {
+  lines: LogLine[];
+  /** The lines of one severity. */
+  at: (severity: LogLine["severity"]) => LogLine[];
+} {
   const lines: LogLine[] = [];
   const push =
     (severity: LogLine["severity"]) =>
     (message: string, fields: LogFields = {}) => {
       lines.push({ severity, message, fields });
     };
-  return { lines, info: push("INFO"), warn: push("WARNING"), error: push("ERROR") };
+  return {
+    lines,
+    at: (severity) => lines.filter((line) => line.severity === severity),
+    info: push("INFO"),
+    warn: push("WARNING"),
+    error: push("ERROR"),
+  };
 }

@@ -10,7 +10,7 @@ import {
   pushBody,
   structuredCloudEvent,
 } from "../../src/testing/push-simulator.js";
-import { capturingLogger, gate, listen, post } from "./helpers.js";
+import { captureLogger, gate, listen, post } from "./helpers.js";
 
 let seq = 0;
 const closers: (() => Promise<void>)[] = [];
@@ -30,7 +30,7 @@ async function serveCloudEvent(fn: Parameters<typeof cloudEvent>[1]): Promise<st
 describe("idempotent() on functions-framework cloudEvent", () => {
   it("runs once for a structured CloudEvent, a binary CloudEvent and a raw push body", async () => {
     const backend = new InMemoryLock();
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const seen: { id: string; text: string }[] = [];
     const url = await serveCloudEvent(
       idempotent({ backend, logger }, (event) => {
@@ -71,7 +71,7 @@ describe("idempotent() on functions-framework cloudEvent", () => {
     const backend = new InMemoryLock();
     let calls = 0;
     const url = await serveCloudEvent(
-      idempotent({ backend, logger: capturingLogger() }, () => {
+      idempotent({ backend, logger: captureLogger() }, () => {
         calls += 1;
         if (calls === 1) throw new Error("boom");
       }),
@@ -86,7 +86,7 @@ describe("idempotent() on functions-framework cloudEvent", () => {
 
   it("contention gives 500 and exactly one warning line with the key and lease end", async () => {
     const backend = new InMemoryLock();
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const hold = gate();
     const started = gate();
     let calls = 0;
@@ -119,7 +119,7 @@ describe("idempotent() on functions-framework cloudEvent", () => {
 
   it("rejects InProgress, UnkeyedMessage and the body's error when called directly", async () => {
     const backend = new InMemoryLock();
-    const logger = capturingLogger();
+    const logger = captureLogger();
     await backend.claim("held", 60_000);
     const fn = idempotent({ backend, logger }, () => {});
     const contended = await fn(structuredCloudEvent("x", { messageId: "held" })).catch(
@@ -139,7 +139,7 @@ describe("idempotent() on functions-framework cloudEvent", () => {
   });
 
   it("allowUnguarded runs an unkeyed event with a warning", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     let ran = 0;
     const fn = idempotent({ backend: new InMemoryLock(), logger, allowUnguarded: true }, () => {
       ran += 1;
@@ -154,7 +154,7 @@ describe("idempotent() on functions-framework cloudEvent", () => {
 describe("idempotentHttp() on functions-framework http", () => {
   it("maps success, duplicate, contention, failure and malformed bodies", async () => {
     const backend = new InMemoryLock();
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const name = `http${++seq}`;
     let calls = 0;
     http(

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
 import { type Emulator, emulatorOrSkip, PROJECT } from "../harness/gcloud-emulator.js";
-import { capturingLogger, listen } from "./helpers.js";
+import { captureLogger, listen } from "./helpers.js";
 
 async function until(check: () => boolean | Promise<boolean>, ms: number, what: string) {
   const deadline = Date.now() + ms;
@@ -42,7 +42,7 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
       ackDeadlineSeconds: 10,
       retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 2 } },
     });
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const runs: string[] = [];
     let failuresLeft = 1;
     const onMessage = idempotentMessage<Message>(
@@ -70,7 +70,7 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
   });
 
   it("push: the emulator's push envelope is parsed and a failure is retried", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const seen: { id: string; text: string; subscription: string | undefined }[] = [];
     let failuresLeft = 1;
     const fn = idempotentHttp({ backend: new InMemoryLock(), logger }, (m) => {

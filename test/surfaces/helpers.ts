@@ -1,30 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { LogFields, Logger } from "../../src/core/types.js";
 
-export interface LogLine {
-  severity: "INFO" | "WARNING" | "ERROR";
-  message: string;
-  fields: LogFields;
-}
-
-/** A logger that keeps every line, so a test can count warnings. */
-export function capturingLogger(): Logger & {
-  lines: LogLine[];
-  at: (s: LogLine["severity"]) => LogLine[];
-} {
-  const lines: LogLine[] = [];
-  const push = (severity: LogLine["severity"]) => (message: string, fields?: LogFields) => {
-    lines.push({ severity, message, fields: fields ?? {} });
-  };
-  return {
-    lines,
-    at: (severity) => lines.filter((l) => l.severity === severity),
-    info: push("INFO"),
-    warn: push("WARNING"),
-    error: push("ERROR"),
-  };
-}
+export { captureLogger } from "../helpers/logger.js";
 
 export async function listen(server: Server): Promise<{ url: string; close: () => Promise<void> }> {
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));

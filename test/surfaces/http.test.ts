@@ -8,7 +8,7 @@ import { InMemoryLock } from "../../src/backends/memory/index.js";
 import type { Logger } from "../../src/core/types.js";
 import { idempotentHttp, type Req, type Res } from "../../src/surfaces/index.js";
 import { pushBody } from "../../src/testing/push-simulator.js";
-import { capturingLogger, gate, listen, post } from "./helpers.js";
+import { captureLogger, gate, listen, post } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];
 const unhandled: unknown[] = [];
@@ -77,7 +77,7 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
   const mount = mounts[mountName]!;
 
   it("204 on success and on a duplicate, which skips the handler", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const { fn, calls } = gateway(logger);
     const url = await mount(fn);
     const body = pushBody({ order: 7 }, { messageId: "m-1", snakeCase: true });
@@ -87,7 +87,7 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
   });
 
   it("503 and one warning line on contention", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     slowGate = gate();
     const { fn, calls } = gateway(logger);
     const url = await mount(fn);
@@ -105,7 +105,7 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
   });
 
   it("500 when the handler throws, and the redelivery runs again", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const { fn, calls } = gateway(logger);
     const url = await mount(fn);
     const body = pushBody("fail", { messageId: "m-3" });
@@ -116,7 +116,7 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
   });
 
   it("400 when no key resolves", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const fn = idempotentHttp(
       { backend: new InMemoryLock(), logger, key: () => undefined },
       () => {},
@@ -128,7 +128,7 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
   });
 
   it.each(malformedBodies())("400 for a malformed body: %s", async (_name, body, contentType) => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const { fn, calls } = gateway(logger);
     const url = await mount(fn);
     const response = await post(url, body, { "content-type": contentType });
@@ -180,7 +180,7 @@ function malformedBodies(): [string, string, string][] {
 
 describe("idempotentHttp details", () => {
   it("reads an unparsed body up to the limit and answers 413 beyond it", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     let calls = 0;
     const fn = idempotentHttp({ backend: new InMemoryLock(), logger, maxBodyBytes: 1024 }, () => {
       calls += 1;
@@ -197,7 +197,7 @@ describe("idempotentHttp details", () => {
 
   it("keeps a response the handler sent itself", async () => {
     const fn = idempotentHttp(
-      { backend: new InMemoryLock(), logger: capturingLogger() },
+      { backend: new InMemoryLock(), logger: captureLogger() },
       (message, _req, res) => {
         res.statusCode = 200;
         res.end(`handled ${message.messageId}`);
@@ -216,7 +216,7 @@ describe("idempotentHttp details", () => {
     app.post(
       "/push",
       idempotentHttp(
-        { backend: new InMemoryLock(), logger: capturingLogger() },
+        { backend: new InMemoryLock(), logger: captureLogger() },
         (_message, req: express.Request, res: express.Response) => {
           path = req.path;
           res.status(202).send("taken");
@@ -232,7 +232,7 @@ describe("idempotentHttp details", () => {
   it("a store error before the work gives 500", async () => {
     const backend = new InMemoryLock();
     backend.claim = () => Promise.reject(new Error("store down"));
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const fn = idempotentHttp({ backend, logger }, () => {});
     const s = await listen(createServer((req, res) => void fn(req, res)));
     closers.push(s.close);

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { idempotentMessage } from "../../src/surfaces/index.js";
 import { fakeMessage } from "../../src/testing/push-simulator.js";
-import { capturingLogger, gate } from "./helpers.js";
+import { captureLogger, gate } from "./helpers.js";
 
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
@@ -13,7 +13,7 @@ afterEach(() => {
 
 describe("idempotentMessage", () => {
   it("acks a success and acks a duplicate without running the handler", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     let calls = 0;
     const onMessage = idempotentMessage({ backend: new InMemoryLock(), logger }, () => {
       calls += 1;
@@ -28,7 +28,7 @@ describe("idempotentMessage", () => {
   });
 
   it("nacks on contention with one warning line carrying deliveryAttempt", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const hold = gate();
     const onMessage = idempotentMessage(
       { backend: new InMemoryLock(), logger },
@@ -50,7 +50,7 @@ describe("idempotentMessage", () => {
   });
 
   it("nacks and logs when the handler throws; the redelivery runs", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     let calls = 0;
     const onMessage = idempotentMessage({ backend: new InMemoryLock(), logger }, () => {
       calls += 1;
@@ -66,7 +66,7 @@ describe("idempotentMessage", () => {
   });
 
   it("nacks an unkeyed message and a store error, never rejecting", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const unkeyed = idempotentMessage(
       { backend: new InMemoryLock(), logger, key: () => undefined },
       () => {},
@@ -83,7 +83,7 @@ describe("idempotentMessage", () => {
   });
 
   it("survives an ack() that throws", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const m = fakeMessage("x");
     const exploding = {
       ...m,
@@ -98,7 +98,7 @@ describe("idempotentMessage", () => {
   });
 
   it("keys by a custom function of the message", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     let calls = 0;
     const onMessage = idempotentMessage(
       { backend: new InMemoryLock(), logger, key: (m) => m.attributes?.orderId },

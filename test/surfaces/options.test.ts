@@ -4,7 +4,7 @@ import type { ClaimOutcome } from "../../src/core/types.js";
 import { gatewayDisabled, resetDisabledWarning } from "../../src/surfaces/gateway.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
 import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
-import { capturingLogger } from "./helpers.js";
+import { captureLogger } from "./helpers.js";
 
 /** A backend that fails the test if it is ever touched. */
 function untouchable() {
@@ -48,7 +48,7 @@ describe("GCP_PUBSUB_IDEMPOTENCY_DISABLED", () => {
 
   it("makes all three a pass-through that never touches the backend, warning once", async () => {
     const { backend, touched } = untouchable();
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const enabledFirst = idempotentMessage({ backend, logger }, () => {});
     // Read at call time: a wrapper built before the switch was set obeys it.
     process.env.GCP_PUBSUB_IDEMPOTENCY_DISABLED = "yes";
@@ -80,7 +80,7 @@ describe("GCP_PUBSUB_IDEMPOTENCY_DISABLED", () => {
   it("still answers 400 to a malformed push body and nacks a throwing handler", async () => {
     process.env.GCP_PUBSUB_IDEMPOTENCY_DISABLED = "1";
     const { backend } = untouchable();
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const http = idempotentHttp({ backend, logger }, () => {});
     const a = exchange({ nope: true });
     await http(a.req, a.res);
@@ -95,7 +95,7 @@ describe("GCP_PUBSUB_IDEMPOTENCY_DISABLED", () => {
 
 describe("hooks and key functions", () => {
   it("a throwing onDuplicate is logged and the duplicate is still acked", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const dupes: string[] = [];
     const options = {
       backend: new InMemoryLock(),
@@ -130,7 +130,7 @@ describe("hooks and key functions", () => {
   });
 
   it("a throwing key function propagates: reject, 500, nack; the handler never runs", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const broken = new Error("key broke");
     let runs = 0;
     const handler = () => {
@@ -153,7 +153,7 @@ describe("hooks and key functions", () => {
   });
 
   it("allowUnguarded runs unkeyed messages on every surface, with a warning each", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     const backend = new InMemoryLock();
     let runs = 0;
     const options = { backend, logger, allowUnguarded: true, key: () => undefined };
@@ -176,7 +176,7 @@ describe("hooks and key functions", () => {
   });
 
   it("waitMs lets a redelivery wait out a short holder and then see the duplicate", async () => {
-    const logger = capturingLogger();
+    const logger = captureLogger();
     let runs = 0;
     const options = { backend: new InMemoryLock(), logger, waitMs: 2_000 };
     const onMessage = idempotentMessage(options, async () => {

@@ -3,13 +3,13 @@ import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { idempotentHttp } from "../../src/surfaces/index.js";
 import { simulatePushDeliveries } from "../../src/testing/push-simulator.js";
-import { capturingLogger, listen } from "./helpers.js";
+import { captureLogger, listen } from "./helpers.js";
 
 describe("simulatePushDeliveries", () => {
   it("delivers each message several times and the body runs once per message", async () => {
     const runs = new Map<string, number>();
     const fn = idempotentHttp(
-      { backend: new InMemoryLock(), logger: capturingLogger() },
+      { backend: new InMemoryLock(), logger: captureLogger() },
       async (m) => {
         runs.set(m.messageId, (runs.get(m.messageId) ?? 0) + 1);
         await new Promise((r) => setTimeout(r, 20));
@@ -31,7 +31,7 @@ describe("simulatePushDeliveries", () => {
   });
 
   it("posts to a url and reports failures that never ack", async () => {
-    const fn = idempotentHttp({ backend: new InMemoryLock(), logger: capturingLogger() }, () => {
+    const fn = idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, () => {
       throw new Error("poison");
     });
     const s = await listen(createServer((req, res) => void fn(req, res)));

@@ -5,6 +5,7 @@ import {
   DatastoreLock,
   type DatastoreTransactionLike,
 } from "../../src/backends/datastore/index.js";
+import { InProgress } from "../../src/core/errors.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { describeBackendContract } from "../../src/testing/index.js";
@@ -88,18 +89,13 @@ function countingClient(): { datastore: DatastoreLike; calls: Map<string, number
  * The real client, except that the next `failures` commits reach the emulator and land, and
  * then reject as if the response was lost (gRPC 14 UNAVAILABLE).
  */
-function losingCommits(datastore: Datastore, state: { failures: number }): DatastoreLike {
+/** The client with every write (insert, commit) passed through `around`. */
+function aroundWrites(
+  datastore: Datastore,
+  around: <T>(write: () => Promise<T>) => Promise<T>,
+): DatastoreLike {
   const real = datastore as unknown as DatastoreLike;
-  const lose = async <T>(write: () => Promise<T>): Promise<T> => {
-    const response = await write();
-    if (state.failures > 0) {
-      state.failures -= 1;
-      throw Object.assign(new Error("14 UNAVAILABLE: simulated lost commit response"), {
-        code: 14,
-      });
-    }
-    return response;
-  };
+  const lose = around;
   return {
     KEY: real.KEY,
     namespace: real.namespace,
@@ -123,6 +119,20 @@ function losingCommits(datastore: Datastore, state: { failures: number }): Datas
       };
     },
   };
+}
+
+/** Writes land, but the first `state.failures` responses are lost (a code 14 instead). */
+function losingCommits(datastore: Datastore, state: { failures: number }): DatastoreLike {
+  return aroundWrites(datastore, async (write) => {
+    const response = await write();
+    if (state.failures > 0) {
+      state.failures -= 1;
+      throw Object.assign(new Error("14 UNAVAILABLE: simulated lost commit response"), {
+        code: 14,
+      });
+    }
+    return response;
+  });
 }
 
 describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", () => {
@@ -215,6 +225,26 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     expect(reruns).toBe(1);
     expect(state.failures).toBe(0);
     expect(await observer.claim("lost-reclaim", 60_000)).toEqual({ status: "done" });
+  });
+
+  it("a win whose write outlasted its lease is not handed to a body; the next claim reclaims", async () => {
+    const namespace = freshNamespace();
+    // Every write lands only after 300 ms, as behind the emulator's lock timeouts.
+    const slow = aroundWrites(shared, async (write) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return write();
+    });
+    const backend = new DatastoreLock({ datastore: slow, namespace });
+    const observer = new DatastoreLock({ datastore: shared, namespace });
+    let runs = 0;
+    const late = lock("late", { backend, leaseMs: 100, logger: silent }, () => {
+      runs++;
+    });
+    await expect(late).rejects.toBeInstanceOf(InProgress);
+    expect(runs).toBe(0);
+    expect(won(await observer.claim("late", 60_000)).fencingId).toBe(2);
+    // A lease longer than the write still wins through the same slow client.
+    expect(won(await backend.claim("in-time", 5_000)).fencingId).toBe(1);
   });
 
   it("gives up on a persistent UNAVAILABLE with a BackendError", async () => {

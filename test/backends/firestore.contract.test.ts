@@ -1,5 +1,5 @@
 import { Firestore } from "@google-cloud/firestore";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   decodeDocumentId,
   encodeDocumentId,
@@ -8,6 +8,7 @@ import {
   FirestoreLock,
 } from "../../src/backends/firestore/index.js";
 import { MAX_KEY_BYTES } from "../../src/core/constants.js";
+import { InProgress } from "../../src/core/errors.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { describeBackendContract } from "../../src/testing/index.js";
@@ -42,14 +43,15 @@ function won(outcome: ClaimOutcome): Claim {
 /**
  * The real instance, with every document call counted, and the next `failures` writes
  * (create / update) reaching the emulator and landing, then rejecting as if the response
- * was lost (gRPC 14 UNAVAILABLE).
+ * was lost (gRPC 14 UNAVAILABLE); with `delayMs`, every write waits that long first.
  */
 function wrapped(
   real: Firestore,
-  state: { failures: number; calls: Map<string, number> },
+  state: { failures: number; calls: Map<string, number>; delayMs?: number },
 ): FirestoreLike {
   const count = (method: string) => state.calls.set(method, (state.calls.get(method) ?? 0) + 1);
   const lose = async <T>(write: () => Promise<T>): Promise<T> => {
+    if (state.delayMs) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
     const result = await write();
     if (state.failures > 0) {
       state.failures -= 1;
@@ -90,6 +92,11 @@ function wrapped(
 
 describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () => {
   const shared = client();
+  // The first call opens the channel (over half a second here): done before the contract's
+  // short leases, which a claim slower than its lease would rightly answer as held.
+  beforeAll(async () => {
+    await shared.collection("warm-up").doc("warm-up").get();
+  });
 
   describeBackendContract({
     name: "FirestoreLock (emulator)",
@@ -187,6 +194,22 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     expect(reruns).toBe(1);
     expect(state.failures).toBe(0);
     expect(await observer.claim("lost-reclaim", 60_000)).toEqual({ status: "done" });
+  });
+
+  it("a win whose write outlasted its lease is not handed to a body; the next claim reclaims", async () => {
+    const collection = freshCollection();
+    const slow = wrapped(shared, { failures: 0, calls: new Map(), delayMs: 300 });
+    const backend = new FirestoreLock({ firestore: slow, collection });
+    const observer = new FirestoreLock({ firestore: shared, collection });
+    let runs = 0;
+    const late = lock("late", { backend, leaseMs: 100, logger: silent }, () => {
+      runs++;
+    });
+    await expect(late).rejects.toBeInstanceOf(InProgress);
+    expect(runs).toBe(0);
+    const reclaimed = await observer.claim("late", 60_000);
+    expect(reclaimed).toMatchObject({ status: "won", claim: { fencingId: 2 } });
+    expect(await backend.claim("in-time", 5_000)).toMatchObject({ status: "won" });
   });
 
   it("round trips per verb", async () => {

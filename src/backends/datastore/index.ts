@@ -7,6 +7,7 @@ import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
+import { unlessLapsed } from "../shared/lease.js";
 import { newToken, type RetryOptions, resolveRetry, withRetry } from "../shared/retry.js";
 
 export type { RetryOptions } from "../shared/retry.js";
@@ -254,12 +255,12 @@ export class DatastoreLock implements LockBackend {
         }
         return undefined;
       });
-      if (fast !== undefined) return fast;
+      if (fast !== undefined) return unlessLapsed(fast, Date.now());
     } catch (error) {
       if (error instanceof BackendError || error instanceof InvalidConfiguration) throw error;
       throw new BackendError("datastore", "claim", key, error);
     }
-    return this.transact<ClaimOutcome>("claim", key, decide);
+    return unlessLapsed(await this.transact<ClaimOutcome>("claim", key, decide), Date.now());
   }
 
   private decideClaim(

@@ -7,6 +7,7 @@ import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
+import { unlessLapsed } from "../shared/lease.js";
 import { newToken, type RetryOptions, resolveRetry, withRetry } from "../shared/retry.js";
 
 export type { RetryOptions } from "../shared/retry.js";
@@ -237,7 +238,7 @@ export class FirestoreLock implements LockBackend {
       status: "won",
       claim: { key, fencingId: record.fencingId, leaseExpiresAt: record.leaseExpiresAt },
     });
-    return this.run("claim", key, async (ref) => {
+    const outcome = await this.run<ClaimOutcome>("claim", key, async (ref) => {
       // Most keys are first deliveries: try the one-write path first.
       let tryCreate = true;
       for (let race = 0; race < MAX_RACES; race++) {
@@ -269,6 +270,7 @@ export class FirestoreLock implements LockBackend {
       }
       throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
     });
+    return unlessLapsed(outcome, Date.now());
   }
 
   async complete(claim: Claim): Promise<boolean> {

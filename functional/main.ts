@@ -294,7 +294,10 @@ try {
       supplierResendsDeduplicated: resends,
       unacked,
       seconds: Math.round(((r.settledAt ?? Date.now()) - r.startedAt) / 100) / 10,
-      notes: { reclaimsAfterRelease: reclaims.length - afterLapse.length },
+      notes: {
+        reclaimsAfterRelease: reclaims.length - afterLapse.length,
+        ...(count("store_error") > 0 ? { storeErrorsNacked: count("store_error") } : {}),
+      },
       violations: [],
     };
     const stranded = r.published.filter(

@@ -12,6 +12,8 @@ export interface WorkerEvent {
     | "release"
     | "fenced_out"
     | "failed"
+    /** The gateway could not claim (a store error before the work): nacked, redelivered. */
+    | "store_error"
     | "crash";
   readonly key: string;
   readonly messageId?: string;

@@ -86,8 +86,11 @@ export const logger: Logger = {
     // The body records its own failures (the cloudEvent surface never logs them here).
     else if (!message.startsWith("the handler threw"))
       record({
-        kind: "failed",
+        kind: message.startsWith("the gateway failed before the handler")
+          ? "store_error"
+          : "failed",
         key: String(fields?.key ?? ""),
+        messageId: String(fields?.messageId ?? ""),
         error: `${message}: ${String(fields?.error)}`,
       });
   },

@@ -15,12 +15,13 @@ const COLORS: Record<Path, string> = {
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const text = (x: number, y: number, s: string, extra = "") =>
   `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${extra}>${esc(s)}</text>`;
+/** 1.25M, 37.5k, 750: ticks are quarters of a nice bound, so keep up to two decimals. */
 const compact = (n: number) =>
   n >= 1e6
-    ? `${(n / 1e6).toFixed(1)}M`
+    ? `${Number((n / 1e6).toFixed(2))}M`
     : n >= 1e3
-      ? `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}k`
-      : n.toFixed(0);
+      ? `${Number((n / 1e3).toFixed(2))}k`
+      : `${Number(n.toFixed(2))}`;
 
 /** A "nice" upper bound for an axis: 1, 2 or 5 × a power of ten. */
 function niceMax(value: number): number {
@@ -42,7 +43,13 @@ function panel(
   const ours = backend.contenders.find((c) => c.role === "ours");
   const out: string[] = [`<g transform="translate(${ox},${oy})">`];
   out.push(
-    text(M.left, 16, `${backend.title}${ours ? ` — ${ours.name}` : ""}`, 'font-weight="bold"'),
+    // The parenthesis of a title ("(native mode, emulator)") would run into the next panel.
+    text(
+      M.left,
+      16,
+      `${backend.title.replace(/\s*\(.*\)$/, "")}${ours ? ` — ${ours.name}` : ""}`,
+      'font-weight="bold"',
+    ),
   );
   if (!ours) return `${out.join("")}</g>`;
   const series: Array<{ path: Path; dashed: boolean; values: Array<number | undefined> }> = [];

@@ -9,6 +9,8 @@ export {
   DEFAULT_MAX_HOLD_MS,
   DEFAULT_TTL_MS,
   MAX_KEY_BYTES,
+  MAX_LEASE_MS,
+  MAX_TTL_MS,
 } from "./core/constants.js";
 export {
   BackendError,

@@ -52,3 +52,30 @@ export const MAX_KEY_BYTES = 1024;
  * ```
  */
 export const DEFAULT_MAX_HOLD_MS = 60 * 60_000;
+/**
+ * The longest lease, wait or heartbeat interval any option accepts: 2^31 − 1 ms (about 24.8
+ * days), the longest delay a Node.js timer keeps. A lease is a bound on one run of the
+ * work; a run longer than days wants a heartbeat, not a longer lease.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, lock, MAX_LEASE_MS } from "gcp-pubsub-idempotency";
+ *
+ * const leaseMs = Math.min(7 * 24 * 60 * 60_000, MAX_LEASE_MS); // a week fits
+ * await lock("reports:weekly", { backend: new InMemoryLock(), leaseMs }, async () => {});
+ * ```
+ */
+export const MAX_LEASE_MS = 2 ** 31 - 1;
+/**
+ * The longest `ttlMs` any backend accepts: ten years (315,360,000,000 ms). Every store keeps
+ * `now + lease + ttl` as an exact integer of epoch milliseconds well below this bound, so a
+ * record it writes is a record it can read back.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, MAX_TTL_MS } from "gcp-pubsub-idempotency";
+ *
+ * const backend = new InMemoryLock({ ttlMs: MAX_TTL_MS }); // the longest duplicate window
+ * ```
+ */
+export const MAX_TTL_MS = 10 * 365 * 24 * 60 * 60_000;

@@ -1,12 +1,20 @@
-import { MAX_KEY_BYTES } from "./constants.js";
+import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "./constants.js";
 import { InvalidConfiguration, InvalidKey } from "./errors.js";
+
+// Everything that enters from outside is checked here, once, where it enters: keys before
+// any I/O, options when the function or backend is built. Each refusal names the value.
 
 const encoder = new TextEncoder();
 
 /**
  * Reject a key no backend may store, before any I/O: throws {@link InvalidKey} unless `key`
- * is a non-empty string of at most {@link MAX_KEY_BYTES} UTF-8 bytes. Useful in a custom
- * {@link LockBackend} or a `key` function.
+ * is a non-empty, well-formed string (no lone surrogate, no U+0000) of at most
+ * {@link MAX_KEY_BYTES} UTF-8 bytes. Useful in a custom {@link LockBackend} or a `key`
+ * function.
+ *
+ * Why lone surrogates and NUL are refused: a lone surrogate has no UTF-8 encoding, so a
+ * store would write U+FFFD and two distinct keys would share one record; PostgreSQL
+ * `text` cannot hold U+0000 at all. Refusing both keeps one key, one record, everywhere.
  *
  * @example
  * ```ts
@@ -31,31 +39,131 @@ export function assertValidKey(key: unknown): asserts key is string {
       );
     }
   }
+  const flaw = keyFlaw(key);
+  if (flaw !== undefined) throw new InvalidKey(`an idempotency key ${flaw}, got ${describe(key)}`);
 }
 
-/** A positive whole number of milliseconds, or a configuration error naming the option. */
-export function assertPositiveMs(name: string, value: unknown): asserts value is number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+/** Why a string is not storable as written, or undefined. Linear, no allocation. */
+function keyFlaw(key: string): string | undefined {
+  for (let i = 0; i < key.length; i++) {
+    const unit = key.charCodeAt(i);
+    if (unit === 0) return `must not contain U+0000 (NUL; at index ${i})`;
+    if (unit < 0xd800 || unit > 0xdfff) continue;
+    const next = i + 1 < key.length ? key.charCodeAt(i + 1) : 0;
+    if (unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+      i++;
+      continue;
+    }
+    return `must be well-formed Unicode (a lone surrogate U+${unit.toString(16).toUpperCase()} at index ${i})`;
+  }
+  return undefined;
+}
+
+/** `name` must be a whole number of milliseconds in `[min, max]`. */
+function assertMs(name: string, value: unknown, min: number, max: number, what: string): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
     throw new InvalidConfiguration(
-      `${name} must be a positive whole number of milliseconds, got ${describe(value)}`,
+      `${name} must be ${what} whole number of milliseconds up to ${max}, got ${describe(value)}`,
     );
   }
+  return value;
 }
 
-/** Zero or a positive whole number of milliseconds. */
-export function assertNonNegativeMs(name: string, value: unknown): asserts value is number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new InvalidConfiguration(
-      `${name} must be zero or a positive whole number of milliseconds, got ${describe(value)}`,
-    );
+/**
+ * A positive whole number of milliseconds, at most `max` (default {@link MAX_LEASE_MS}), or
+ * a configuration error naming the option.
+ */
+export function assertPositiveMs(
+  name: string,
+  value: unknown,
+  max: number = MAX_LEASE_MS,
+): asserts value is number {
+  assertMs(name, value, 1, max, "a positive");
+}
+
+/** Zero or a positive whole number of milliseconds, at most `max` (default {@link MAX_LEASE_MS}). */
+export function assertNonNegativeMs(
+  name: string,
+  value: unknown,
+  max: number = MAX_LEASE_MS,
+): asserts value is number {
+  assertMs(name, value, 0, max, "zero or a positive");
+}
+
+/** A backend's `ttlMs`: positive, whole, at most {@link MAX_TTL_MS}; default when undefined. */
+export function ttlOption(value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  return assertMs("ttlMs", value, 1, MAX_TTL_MS, "a positive");
+}
+
+/** The options argument of a constructor or surface: an object (or absent when `optional`). */
+export function optionsObject(
+  where: string,
+  value: unknown,
+  optional: boolean,
+): Readonly<Record<string, unknown>> {
+  if (value === undefined && optional) return {};
+  if (value === null || typeof value !== "object" || isArraySafe(value)) {
+    throw new InvalidConfiguration(`${where} needs an options object, got ${describe(value)}`);
   }
+  return value as Record<string, unknown>;
 }
 
+/** An optional boolean option: `undefined` or a real boolean, never a truthy stand-in. */
+export function booleanOption(name: string, value: unknown): boolean | undefined {
+  if (value === undefined || typeof value === "boolean") return value;
+  throw new InvalidConfiguration(`${name} must be true or false, got ${describe(value)}`);
+}
+
+/** An optional function option. */
+export function functionOption<F>(name: string, value: unknown): F | undefined {
+  if (value === undefined || typeof value === "function") return value as F | undefined;
+  throw new InvalidConfiguration(`${name} must be a function, got ${describe(value)}`);
+}
+
+/** An optional string option that must match `pattern` (described by `allowed`). */
+export function stringOption(
+  name: string,
+  value: unknown,
+  pattern: RegExp,
+  allowed: string,
+): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || !pattern.test(value)) {
+    throw new InvalidConfiguration(`${name} must be ${allowed}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/**
+ * A short, total rendering of any value for an error message: never throws, never runs
+ * user code (no toString, no getters), never prints more than about 40 characters of it.
+ */
 export function describe(value: unknown): string {
   if (value === null) return "null";
-  if (typeof value === "string") return JSON.stringify(value.slice(0, 40));
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") {
-    return `${typeof value} ${String(value)}`;
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+    case "number":
+    case "boolean":
+    case "bigint":
+      return `${typeof value} ${String(value)}`;
+    case "undefined":
+      return "undefined";
+    case "symbol":
+      return "a symbol";
+    case "function":
+      return "a function";
+    default:
+      return isArraySafe(value) ? "an array" : "an object";
   }
-  return typeof value;
+}
+
+/** Array.isArray, except that a revoked Proxy (which makes it throw) counts as no array. */
+function isArraySafe(value: unknown): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
 }

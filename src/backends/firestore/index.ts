@@ -3,7 +3,7 @@
  *
  * @module gcp-pubsub-idempotency/firestore
  */
-import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
@@ -215,7 +215,7 @@ export class FirestoreLock implements LockBackend {
       );
     }
     this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs);
+    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
     this.retry = resolveRetry(options.retry);
     this.options = options;
     if (options.firestore) this.client = Promise.resolve(options.firestore);

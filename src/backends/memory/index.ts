@@ -1,4 +1,4 @@
-import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
 
@@ -60,7 +60,7 @@ export class InMemoryLock implements LockBackend {
 
   constructor(options: InMemoryLockOptions = {}) {
     this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs);
+    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
     this.now = options.now ?? Date.now;
   }
 

@@ -4,7 +4,7 @@
  * @module gcp-pubsub-idempotency/redis
  */
 import { randomUUID } from "node:crypto";
-import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
@@ -108,7 +108,7 @@ export class RedisLock implements LockBackend {
       );
     }
     this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs);
+    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
     if (this.ttlMs > MAX_SPAN_MS / 2) {
       throw new InvalidConfiguration(`ttlMs must be at most ${MAX_SPAN_MS / 2} ms`);
     }

@@ -4,7 +4,7 @@
  * @module gcp-pubsub-idempotency/sql
  */
 import { createHash, randomUUID } from "node:crypto";
-import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
@@ -258,7 +258,7 @@ export class SqlLock implements LockBackend {
     }
     assertClientFits(this.dialect, options.client);
     this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs);
+    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
     this.table = options.table ?? DEFAULT_TABLE;
     const { quoted, index } = parseTable(this.dialect, this.table);
     const templates: Record<SqlDialect, Record<string, string>> = {

@@ -21,6 +21,7 @@ export {
   InvalidConfiguration,
   InvalidKey,
   MalformedMessage,
+  ThrownValue,
   UnkeyedMessage,
 } from "./core/errors.js";
 export { jsonLogger } from "./core/logger.js";

@@ -18,7 +18,8 @@ export type IdempotencyErrorCode =
   | "INVALID_KEY"
   | "INVALID_CONFIGURATION"
   | "BACKEND_ERROR"
-  | "MALFORMED_MESSAGE";
+  | "MALFORMED_MESSAGE"
+  | "THROWN_VALUE";
 
 /**
  * Base class of every error this package raises; `code` is stable across versions.
@@ -208,6 +209,82 @@ export class BackendError extends IdempotencyError {
 export class MalformedMessage extends IdempotencyError {
   constructor(message: string) {
     super("MALFORMED_MESSAGE", message);
+  }
+}
+
+/**
+ * Stands for a value a handler, a `key` function or a hook threw that is not a usable
+ * `Error` (`undefined`, `null`, `0`, `""`, a Symbol, `Object.create(null)`, an Error whose
+ * getters throw, …). The surfaces wrap such a value before it reaches a framework, so the
+ * message is nacked, never acked: functions-framework treats a falsy throw as success. The
+ * original value is kept as `cause`.
+ *
+ * @example
+ * ```ts
+ * import { idempotentMessage, InMemoryLock, ThrownValue } from "gcp-pubsub-idempotency";
+ *
+ * const logger = {
+ *   info() {},
+ *   warn() {},
+ *   error(_message: string, fields?: Record<string, unknown>) {
+ *     console.log(fields?.error); // "ThrownValue: the handler threw a non-Error value: undefined"
+ *   },
+ * };
+ * const handler = idempotentMessage({ backend: new InMemoryLock(), logger }, async () => {
+ *   throw undefined; // nacked, never acked
+ * });
+ * console.log(new ThrownValue("the handler", undefined).cause); // undefined
+ * ```
+ */
+export class ThrownValue extends IdempotencyError {
+  constructor(where: string, value: unknown) {
+    super("THROWN_VALUE", `${where} threw a non-Error value: ${render(value)}`, { cause: value });
+  }
+}
+
+/**
+ * `value` when it is an Error whose name, message and stack can be read; otherwise a
+ * {@link ThrownValue} wrapping it. Total: never throws.
+ */
+export function asError(where: string, value: unknown): Error {
+  try {
+    if (value instanceof Error) {
+      // Reading them is what a framework or a logger will do; a getter that throws here
+      // would throw there, outside any catch.
+      const { name, message, stack } = value;
+      if (typeof name === "string" && typeof message === "string") {
+        void stack;
+        return value;
+      }
+    }
+  } catch {
+    // fall through: wrap it
+  }
+  return new ThrownValue(where, value);
+}
+
+/** A rendering of a thrown value that runs none of its code. */
+function render(value: unknown): string {
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+    case "number":
+    case "boolean":
+    case "bigint":
+    case "undefined":
+      return String(value);
+    case "symbol":
+      return "a Symbol";
+    case "function":
+      return "a function";
+    default:
+      if (value === null) return "null";
+      try {
+        if (value instanceof Error) return "an Error whose properties cannot be read";
+      } catch {
+        // a Proxy whose getPrototypeOf trap throws
+      }
+      return "an object";
   }
 }
 

@@ -2,24 +2,33 @@ import { DEFAULT_MAX_HOLD_MS } from "./constants.js";
 import { InvalidConfiguration } from "./errors.js";
 import { errorText } from "./logger.js";
 import type { Claim, HeartbeatOptions, LockBackend, Logger } from "./types.js";
-import { assertPositiveMs } from "./validate.js";
+import { assertPositiveMs, describe } from "./validate.js";
 
 export interface HeartbeatPlan {
   everyMs: number;
   maxHoldMs: number;
 }
 
-/** Resolve the heartbeat option into a plan, or report a configuration error at once. */
+/**
+ * Resolve the heartbeat option into a plan, or report a configuration error at once:
+ * `undefined`/`false` is off, `true` or an object is on; anything else ("false", 0, null)
+ * is refused rather than read as truthy or falsy.
+ */
 export function planHeartbeat(
-  heartbeat: boolean | HeartbeatOptions | undefined,
+  heartbeat: unknown,
   backend: LockBackend,
   leaseMs: number,
 ): HeartbeatPlan | undefined {
   if (heartbeat === undefined || heartbeat === false) return undefined;
+  if (heartbeat !== true && (heartbeat === null || typeof heartbeat !== "object")) {
+    throw new InvalidConfiguration(
+      `heartbeat must be true, false or { everyMs?, maxHoldMs? }, got ${describe(heartbeat)}`,
+    );
+  }
   if (typeof backend.renew !== "function") {
     throw new InvalidConfiguration("heartbeat needs a backend with renew(); this backend has none");
   }
-  const options = heartbeat === true ? {} : heartbeat;
+  const options: HeartbeatOptions = heartbeat === true ? {} : (heartbeat as HeartbeatOptions);
   const everyMs = options.everyMs ?? Math.max(1, Math.floor(leaseMs / 3));
   const maxHoldMs = options.maxHoldMs ?? DEFAULT_MAX_HOLD_MS;
   assertPositiveMs("heartbeat.everyMs", everyMs);

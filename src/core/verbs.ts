@@ -1,18 +1,12 @@
-import { DEFAULT_LEASE_MS } from "./constants.js";
 import { Duplicate, InProgress, InvalidConfiguration } from "./errors.js";
-import { planHeartbeat, startHeartbeat } from "./heartbeat.js";
-import { errorText, jsonLogger } from "./logger.js";
-import type {
-  Claim,
-  ClaimOutcome,
-  GuardedBody,
-  LockBackend,
-  LockOptions,
-  Logger,
-} from "./types.js";
-import { assertNonNegativeMs, assertPositiveMs, assertValidKey } from "./validate.js";
+import { startHeartbeat } from "./heartbeat.js";
+import { errorText } from "./logger.js";
+import { type ResolvedLockOptions, resolveLockOptions } from "./options.js";
+import type { Claim, ClaimOutcome, GuardedBody, LockOptions } from "./types.js";
+import { assertValidKey } from "./validate.js";
 
-type Verb = "lock" | "mutex";
+export type Verb = "lock" | "mutex";
+type Resolved = ResolvedLockOptions;
 
 /**
  * A body that declares no `signal` parameter and runs without heartbeat can never see an
@@ -20,44 +14,6 @@ type Verb = "lock" | "mutex";
  * the rest of a lock() cycle together.
  */
 const UNUSED_SIGNAL_CONTROLLER = new AbortController();
-
-interface Resolved {
-  backend: LockBackend;
-  leaseMs: number;
-  waitMs: number;
-  logger: Logger;
-  heartbeat: ReturnType<typeof planHeartbeat>;
-}
-
-function resolve(verb: Verb, key: unknown, options: LockOptions): Resolved {
-  assertValidKey(key);
-  if (options === null || typeof options !== "object") {
-    throw new InvalidConfiguration(`${verb}() needs an options object with a backend`);
-  }
-  const { backend } = options;
-  if (
-    backend === null ||
-    typeof backend !== "object" ||
-    typeof backend.claim !== "function" ||
-    typeof backend.complete !== "function" ||
-    typeof backend.release !== "function"
-  ) {
-    throw new InvalidConfiguration(
-      `${verb}() options.backend must implement claim, complete and release`,
-    );
-  }
-  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-  assertPositiveMs("leaseMs", leaseMs);
-  const waitMs = options.waitMs ?? 0;
-  assertNonNegativeMs("waitMs", waitMs);
-  return {
-    backend,
-    leaseMs,
-    waitMs,
-    logger: options.logger ?? jsonLogger,
-    heartbeat: planHeartbeat(options.heartbeat, backend, leaseMs),
-  };
-}
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
@@ -77,16 +33,16 @@ async function claimWithin(r: Resolved, key: string): Promise<ClaimOutcome> {
   return outcome;
 }
 
-async function runGuarded<T>(
+/**
+ * The verbs after validation: `r` was resolved once (per call by {@link lock}, once per
+ * function by the surfaces) and `key` passed {@link assertValidKey}.
+ */
+export async function runResolved<T>(
   verb: Verb,
   key: string,
-  options: LockOptions,
+  r: ResolvedLockOptions,
   body: GuardedBody<T>,
 ): Promise<T> {
-  const r = resolve(verb, key, options);
-  if (typeof body !== "function") {
-    throw new InvalidConfiguration(`${verb}() needs a body function`);
-  }
   const outcome = await claimWithin(r, key);
   if (outcome.status === "done") {
     // A mutex never completes, so a DONE record belongs to a lock() on the same key.
@@ -129,12 +85,12 @@ async function releaseAfterFailure(r: Resolved, claim: Claim, bodyError: unknown
       error: errorText(releaseError),
       bodyError: errorText(bodyError),
     });
-    if (bodyError instanceof Error && bodyError.cause === undefined) {
-      try {
+    try {
+      if (bodyError instanceof Error && bodyError.cause === undefined) {
         bodyError.cause = releaseError;
-      } catch {
-        // A frozen error keeps its own shape; the log line above carries the release error.
       }
+    } catch {
+      // A frozen error or a hostile Proxy keeps its own shape; the log line has both errors.
     }
   }
 }
@@ -202,6 +158,20 @@ async function releaseAfterMutex(r: Resolved, claim: Claim): Promise<void> {
  */
 export function lock<T>(key: string, options: LockOptions, body: GuardedBody<T>): Promise<T> {
   return runGuarded("lock", key, options, body);
+}
+
+async function runGuarded<T>(
+  verb: Verb,
+  key: string,
+  options: LockOptions,
+  body: GuardedBody<T>,
+): Promise<T> {
+  assertValidKey(key);
+  const r = resolveLockOptions(`${verb}()`, options);
+  if (typeof body !== "function") {
+    throw new InvalidConfiguration(`${verb}() needs a body function, got ${typeof body}`);
+  }
+  return runResolved(verb, key, r, body);
 }
 
 /**

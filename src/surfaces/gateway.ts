@@ -1,14 +1,18 @@
 import { Buffer } from "node:buffer";
 import {
+  asError,
   Duplicate,
   InProgress,
   InvalidConfiguration,
+  type InvalidKey,
   MalformedMessage,
   UnkeyedMessage,
 } from "../core/errors.js";
-import { errorText, jsonLogger } from "../core/logger.js";
+import { errorStack, errorText } from "../core/logger.js";
+import { type ResolvedLockOptions, readingOptions, resolveLockOptions } from "../core/options.js";
 import type { LockOptions, Logger } from "../core/types.js";
-import { lock } from "../core/verbs.js";
+import { assertValidKey, booleanOption, describe, functionOption } from "../core/validate.js";
+import { runResolved } from "../core/verbs.js";
 import {
   type CloudEventLike,
   cloudEventDeliveryAttempt,
@@ -147,25 +151,27 @@ export interface PushRequest<Q extends Req = Req> {
  * ```
  */
 export type HttpGatewayOptions<Q extends Req = Req> = GatewayOptions<PushRequest<Q>> & {
-  /** Largest body read from an unparsed request; default 10 MiB (413 beyond). */
+  /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
   maxBodyBytes?: number;
 };
 
 /**
- * Default `maxBodyBytes` of {@link idempotentHttp}: 10 MiB (10,485,760 bytes),
- * for requests whose body no framework parsed. A larger body is answered with 413.
+ * Default `maxBodyBytes` of {@link idempotentHttp}: 16 MiB (16,777,216 bytes), for requests
+ * whose body no framework parsed. It admits the largest legal push: Pub/Sub's 10 MB of
+ * data is about 13.4 MB as base64 inside the JSON envelope, plus up to 100 attributes and
+ * the ordering key. A larger body is answered with 413.
  *
  * @example
  * ```ts
  * import { DEFAULT_MAX_BODY_BYTES, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
  *
  * const handler = idempotentHttp(
- *   { backend: new InMemoryLock(), maxBodyBytes: DEFAULT_MAX_BODY_BYTES / 10 },
+ *   { backend: new InMemoryLock(), maxBodyBytes: DEFAULT_MAX_BODY_BYTES / 16 },
  *   async () => {},
  * );
  * ```
  */
-export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 const DISABLED_ENV = "GCP_PUBSUB_IDEMPOTENCY_DISABLED";
 let warnedDisabled = false;
@@ -201,36 +207,38 @@ export function resetDisabledWarning(): void {
   warnedDisabled = false;
 }
 
+/** A surface's options after one validation pass, made when the function is built. */
+interface ResolvedGateway<I> {
+  readonly lock: ResolvedLockOptions;
+  readonly key: ((input: I) => unknown) | undefined;
+  readonly onDuplicate: ((key: string) => unknown) | undefined;
+  readonly allowUnguarded: boolean;
+}
+
 /**
- * Catch a wiring mistake when the function is built (at deploy), not on the first message
- * (as a nack loop). No I/O: the disabled switch must be able to skip the store entirely.
+ * Check every option when the function is built (at deploy), not on the first message (as
+ * a nack loop), with the same checks the verbs run. No I/O: the disabled switch must be
+ * able to skip the store entirely.
  */
-function checkWiring(surface: string, options: unknown, handler: unknown): void {
-  if (options === null || typeof options !== "object") {
-    throw new InvalidConfiguration(`${surface}() needs an options object with a backend`);
-  }
-  const { backend, key, onDuplicate } = options as Record<string, unknown>;
-  const b = backend as Record<string, unknown> | null | undefined;
-  if (
-    b === null ||
-    typeof b !== "object" ||
-    typeof b.claim !== "function" ||
-    typeof b.complete !== "function" ||
-    typeof b.release !== "function"
-  ) {
-    throw new InvalidConfiguration(
-      `${surface}() options.backend must implement claim, complete and release`,
-    );
-  }
-  if (key !== undefined && typeof key !== "function") {
-    throw new InvalidConfiguration(`${surface}() options.key must be a function`);
-  }
-  if (onDuplicate !== undefined && typeof onDuplicate !== "function") {
-    throw new InvalidConfiguration(`${surface}() options.onDuplicate must be a function`);
-  }
-  if (typeof handler !== "function") {
-    throw new InvalidConfiguration(`${surface}() needs a handler function`);
-  }
+function resolveGateway<I>(
+  surface: string,
+  options: unknown,
+  handler: unknown,
+): ResolvedGateway<I> {
+  const where = `${surface}()`;
+  const lock = resolveLockOptions(where, options);
+  return readingOptions(where, () => {
+    const o = options as Record<string, unknown>;
+    if (typeof handler !== "function") {
+      throw new InvalidConfiguration(`${where} needs a handler function, got ${describe(handler)}`);
+    }
+    return {
+      lock,
+      key: functionOption<(input: I) => unknown>("options.key", o.key),
+      onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
+      allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
+    };
+  });
 }
 
 type Outcome =
@@ -238,46 +246,58 @@ type Outcome =
   | { kind: "duplicate"; key: string }
   | { kind: "in_progress"; error: InProgress }
   | { kind: "unkeyed"; error: UnkeyedMessage }
+  | { kind: "invalid_key"; error: InvalidKey }
   | { kind: "failed"; error: unknown; fromBody: boolean };
 
 /**
  * Resolve the key, run the handler under `lock`, and classify what happened, so each
- * surface only maps an outcome to its own ack/nack or status.
+ * surface only maps an outcome to its own ack/nack or status. Never rejects: whatever the
+ * handler, the key function, the hook or the logger throws becomes an outcome.
  */
 async function guard<I>(
-  options: GatewayOptions<I>,
+  g: ResolvedGateway<I>,
   input: I,
   defaultKey: () => string | undefined,
   run: () => unknown,
   deliveryAttempt: number | undefined,
 ): Promise<Outcome> {
-  const logger = options.logger ?? jsonLogger;
+  const { logger } = g.lock;
   if (gatewayDisabled()) {
     warnDisabledOnce(logger);
     return runPlain(run);
   }
-  let key: string | undefined;
+  let key: unknown;
   try {
     // A key function that throws is a bug in the caller: it propagates (nack), not unkeyed.
-    key = options.key ? options.key(input) : defaultKey();
+    key = g.key ? g.key(input) : defaultKey();
   } catch (error) {
-    return { kind: "failed", error, fromBody: false };
+    return { kind: "failed", error: asError("the key function", error), fromBody: false };
   }
   if (key === undefined || key === "") {
-    if (!options.allowUnguarded) {
-      const error = new UnkeyedMessage();
+    if (!g.allowUnguarded) {
       logger.warn("no idempotency key resolved; refusing the message", { outcome: "unkeyed" });
-      return { kind: "unkeyed", error };
+      return { kind: "unkeyed", error: new UnkeyedMessage() };
     }
     logger.warn("no idempotency key resolved; running the handler unguarded", {
       outcome: "unguarded",
     });
     return runPlain(run);
   }
+  try {
+    assertValidKey(key);
+  } catch (error) {
+    // No store can hold it, and no redelivery changes it: refused before the handler.
+    const invalid = error as InvalidKey;
+    logger.warn("the message's idempotency key is unusable; refusing it", {
+      outcome: "invalid_key",
+      error: invalid.message,
+    });
+    return { kind: "invalid_key", error: invalid };
+  }
 
   let bodyThrew = false;
   try {
-    await lock(key, options, async () => {
+    await runResolved("lock", key, g.lock, async () => {
       try {
         return await run();
       } catch (error) {
@@ -290,17 +310,7 @@ async function guard<I>(
     // A Duplicate thrown by the handler itself (a nested lock) is the body's error.
     if (!bodyThrew && error instanceof Duplicate) {
       logger.info("duplicate delivery skipped", { key, outcome: "duplicate" });
-      if (options.onDuplicate) {
-        try {
-          options.onDuplicate(key);
-        } catch (hookError) {
-          logger.error("onDuplicate hook threw; the message is still acked", {
-            key,
-            outcome: "hook_failed",
-            error: errorText(hookError),
-          });
-        }
-      }
+      if (g.onDuplicate) callHook(g.onDuplicate, key, logger);
       return { kind: "duplicate", key };
     }
     if (!bodyThrew && error instanceof InProgress) {
@@ -315,7 +325,27 @@ async function guard<I>(
       });
       return { kind: "in_progress", error };
     }
-    return { kind: "failed", error, fromBody: bodyThrew };
+    return {
+      kind: "failed",
+      error: asError(bodyThrew ? "the handler" : "the gateway", error),
+      fromBody: bodyThrew,
+    };
+  }
+}
+
+/** A hook observes: its throw, or its rejected promise, is logged and changes nothing. */
+function callHook(hook: (key: string) => unknown, key: string, logger: Logger): void {
+  const failed = (hookError: unknown) =>
+    logger.error("onDuplicate hook threw; the message is still acked", {
+      key,
+      outcome: "hook_failed",
+      error: errorText(hookError),
+    });
+  try {
+    const result = hook(key);
+    if (result instanceof Promise) result.then(undefined, failed);
+  } catch (hookError) {
+    failed(hookError);
   }
 }
 
@@ -324,7 +354,7 @@ async function runPlain(run: () => unknown): Promise<Outcome> {
     await run();
     return { kind: "ran" };
   } catch (error) {
-    return { kind: "failed", error, fromBody: true };
+    return { kind: "failed", error: asError("the handler", error), fromBody: true };
   }
 }
 
@@ -347,10 +377,10 @@ export function idempotent<E extends CloudEventLike = CloudEventLike>(
   options: GatewayOptions<E>,
   handler: (event: E) => unknown,
 ): (event: E) => Promise<void> {
-  checkWiring("idempotent", options, handler);
+  const g = resolveGateway<E>("idempotent", options, handler);
   return async (event) => {
     const outcome = await guard(
-      options,
+      g,
       event,
       () => cloudEventMessageId(event),
       () => handler(event),
@@ -362,11 +392,13 @@ export function idempotent<E extends CloudEventLike = CloudEventLike>(
         return;
       case "in_progress":
       case "unkeyed":
+      case "invalid_key":
         // functions-framework prints err.stack for every throw; contention is routine, so
         // keep that to the message's one line instead of a stack trace.
         trimStack(outcome.error);
         throw outcome.error;
       case "failed":
+        // functions-framework logs it; wrapped, a falsy throw is a 500 there, not a 204.
         throw outcome.error;
     }
   };
@@ -441,19 +473,10 @@ export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
   options: HttpGatewayOptions<Q>,
   handler: (message: PushMessage, req: Q, res: S) => unknown,
 ): (req: Q, res: S) => Promise<void> {
-  checkWiring("idempotentHttp", options, handler);
-  const { maxBodyBytes } = options;
-  if (
-    maxBodyBytes !== undefined &&
-    (typeof maxBodyBytes !== "number" || !Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0)
-  ) {
-    throw new InvalidConfiguration(
-      "idempotentHttp() options.maxBodyBytes must be a positive integer",
-    );
-  }
-  const logger = options.logger ?? jsonLogger;
-  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  return async (req, res) => {
+  const g = resolveGateway<PushRequest<Q>>("idempotentHttp", options, handler);
+  const limit = readingOptions("idempotentHttp()", () => maxBodyBytesOption(options.maxBodyBytes));
+  const { logger } = g.lock;
+  const serve = async (req: Q, res: S): Promise<void> => {
     let message: PushMessage;
     try {
       message = parsePushBody(await readBody(req, limit));
@@ -469,7 +492,7 @@ export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
       return;
     }
     const outcome = await guard(
-      options,
+      g,
       { message, req },
       () => message.messageId,
       () => handler(message, req, res),
@@ -484,7 +507,8 @@ export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
         send(res, 503, outcome.error.message);
         return;
       case "unkeyed":
-        send(res, 400, outcome.error.message);
+      case "invalid_key":
+        send(res, 400, oneLine(outcome.error.message));
         return;
       case "failed":
         logFailure(logger, outcome, message.messageId);
@@ -493,6 +517,34 @@ export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
         return;
     }
   };
+  return async (req, res) => {
+    try {
+      await serve(req, res);
+    } catch (error) {
+      // Only a broken request or response object lands here; a server must not crash on it.
+      logger.error("answering the push failed", { outcome: "failed", error: errorText(error) });
+      try {
+        send(res, 500, "the push could not be answered");
+      } catch {
+        // The response is beyond saving; the missing answer is a nack to Pub/Sub.
+      }
+    }
+  };
+}
+
+function maxBodyBytesOption(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_BODY_BYTES;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new InvalidConfiguration(
+      `options.maxBodyBytes must be a positive whole number of bytes, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+function stackField(error: unknown): { stack?: string } {
+  const stack = errorStack(error);
+  return stack === undefined ? {} : { stack };
 }
 
 function oneLine(text: string): string {
@@ -510,9 +562,7 @@ function logFailure(
       messageId,
       outcome: "failed",
       error: errorText(outcome.error),
-      ...(outcome.error instanceof Error && outcome.error.stack
-        ? { stack: outcome.error.stack }
-        : {}),
+      ...stackField(outcome.error),
     },
   );
 }
@@ -540,37 +590,37 @@ export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLik
   options: GatewayOptions<M>,
   handler: (message: M) => unknown,
 ): (message: M) => Promise<void> {
-  checkWiring("idempotentMessage", options, handler);
-  const logger = options.logger ?? jsonLogger;
+  const g = resolveGateway<M>("idempotentMessage", options, handler);
+  const { logger } = g.lock;
   return async (message) => {
     let messageId = "";
+    let settle: "ack" | "nack" = "nack";
     try {
-      const id = typeof message?.id === "string" ? message.id : undefined;
-      messageId = id ?? "";
-      const attempt = message?.deliveryAttempt;
+      const id = message.id;
+      messageId = typeof id === "string" ? id : "";
+      const attempt = message.deliveryAttempt;
       const outcome = await guard(
-        options,
+        g,
         message,
-        () => id,
+        () => (typeof id === "string" ? id : undefined),
         () => handler(message),
         typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
       );
-      switch (outcome.kind) {
-        case "ran":
-        case "duplicate":
-          message.ack();
-          return;
-        case "in_progress":
-        case "unkeyed":
-          message.nack();
-          return;
-        case "failed":
-          logFailure(logger, outcome, messageId);
-          message.nack();
-          return;
-      }
+      if (outcome.kind === "ran" || outcome.kind === "duplicate") settle = "ack";
+      if (outcome.kind === "failed") logFailure(logger, outcome, messageId);
     } catch (error) {
-      // Only ack()/nack() themselves can land here; an unhandled rejection would crash the worker.
+      // A message whose fields cannot be read: nack it, never leave it leased.
+      logger.error("reading the message failed; nacking", {
+        messageId,
+        outcome: "failed",
+        error: errorText(error),
+      });
+    }
+    try {
+      if (settle === "ack") message.ack();
+      else message.nack();
+    } catch (error) {
+      // An unhandled rejection would crash the worker; the lease expiry redelivers it.
       logger.error("settling the message failed", {
         messageId,
         outcome: "settle_failed",

@@ -10,6 +10,7 @@ import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { describeBackendContract } from "../../src/testing/index.js";
 import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
+import { describeHostileKeys } from "./hostile-keys.js";
 
 const fileStarted = Date.now();
 const emulator = await emulatorOrSkip("datastore");
@@ -149,6 +150,12 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
       new DatastoreLock({ datastore: shared, namespace: freshNamespace(), ttlMs }),
     leaseMs: 400,
   });
+
+  describeHostileKeys(
+    "DatastoreLock (emulator)",
+    async () => new DatastoreLock({ datastore: shared, namespace: freshNamespace() }),
+    30,
+  );
 
   it("creates its own client lazily from DATASTORE_EMULATOR_HOST", async () => {
     const lockBackend = new DatastoreLock({ projectId, namespace: freshNamespace() });

@@ -1,43 +1,28 @@
-// Hostile keys through lock(), 8 callers racing per key, on every backend against its real
-// store: emoji and surrogate pairs, RTL marks, NFC vs NFD forms of one text, SQL and Lua
-// metacharacters, Redis {hash} tags, whitespace and case variants, exactly 1,024 bytes.
-// Every distinct valid key is its own record and runs its body exactly once; an invalid key
-// (lone surrogate, U+0000, empty, 1,025 bytes) is refused with InvalidKey, body never run.
+// Hostile keys through lock(), 8 callers racing per key, against InMemoryLock, Redis
+// (ioredis and node-redis), PostgreSQL, MariaDB and SQLite; the property itself is in
+// hostile-keys.ts. The Datastore and Firestore contract files run it on their emulators.
 import { randomBytes } from "node:crypto";
-import { Datastore } from "@google-cloud/datastore";
-import { Firestore } from "@google-cloud/firestore";
-import fc from "fast-check";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DatastoreLock } from "../../src/backends/datastore/index.js";
-import { FirestoreLock } from "../../src/backends/firestore/index.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { SqlLock } from "../../src/backends/sql/index.js";
-import { MAX_KEY_BYTES } from "../../src/core/constants.js";
 import type { LockBackend } from "../../src/core/types.js";
-import { lock } from "../../src/core/verbs.js";
 import { InMemoryLock } from "../../src/index.js";
-import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
 import { findOrStartRedis } from "../harness/redis.js";
 import { startMysql, startPostgres, startSqlite } from "../harness/sql.js";
+import { describeHostileKeys } from "./hostile-keys.js";
 
-const SEED = Number(process.env.FC_SEED ?? 1024);
-const CALLERS = 8;
 const ci = process.env.CI;
 const inCi = Boolean(ci && ci !== "false" && ci !== "0");
-const silent = { info() {}, warn() {}, error() {} };
-const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 const tag = () => randomBytes(5).toString("hex");
 
 // --- the stores, each found or started by the existing harnesses ---------------------------
 
-const [redisFound, postgres, mariadb, datastoreEmulator, firestoreEmulator] = await Promise.all([
+const [redisFound, postgres, mariadb] = await Promise.all([
   findOrStartRedis(),
   startPostgres(),
   startMysql(),
-  emulatorOrSkip("datastore"),
-  emulatorOrSkip("firestore"),
 ]);
 const sqlite = startSqlite();
 const redis = "reason" in redisFound ? undefined : redisFound;
@@ -46,15 +31,10 @@ const nr = redis ? createClient({ url: redis.url }) : undefined;
 const pgPool = postgres.ok ? postgres.value.pool(10) : undefined;
 const myPool = mariadb.ok ? mariadb.value.pool(10) : undefined;
 const sqliteDb = sqlite.open("hostile.db");
-const projectId = "idempotency-test";
-const datastore = datastoreEmulator ? new Datastore({ projectId }) : undefined;
-const firestore = firestoreEmulator ? new Firestore({ projectId }) : undefined;
 
 beforeAll(async () => {
   await io?.connect();
   await nr?.connect();
-  // The first call opens the channel (slow): not inside the first race.
-  await firestore?.collection("warm-up").doc("warm-up").get();
 });
 
 afterAll(async () => {
@@ -64,16 +44,13 @@ afterAll(async () => {
   if (postgres.ok) await postgres.value.drop();
   if (mariadb.ok) await mariadb.value.drop();
   await sqlite.drop();
-  await firestore?.terminate();
-  await datastoreEmulator?.stop();
-  await firestoreEmulator?.stop();
 });
 
 interface Target {
   name: string;
   /** Why it cannot run, or undefined. */
   missing: string | undefined;
-  /** A backend over a store of its own (prefix, table, namespace, collection). */
+  /** A backend over a store of its own (prefix or table). */
   make(): Promise<LockBackend>;
   runs: number;
 }
@@ -108,164 +85,7 @@ const targets: Target[] = [
     runs: 50,
   },
   { name: "SqlLock sqlite", missing: undefined, make: () => sqlTarget(sqliteDb), runs: 60 },
-  {
-    name: "DatastoreLock (emulator)",
-    missing: datastoreEmulator ? undefined : "the Datastore emulator did not start",
-    make: async () => new DatastoreLock({ datastore: datastore!, namespace: `hostile-${tag()}` }),
-    runs: 30,
-  },
-  {
-    name: "FirestoreLock (emulator)",
-    missing: firestoreEmulator ? undefined : "the Firestore emulator did not start",
-    make: async () => new FirestoreLock({ firestore: firestore!, collection: `hostile-${tag()}` }),
-    runs: 30,
-  },
 ];
-
-// --- hostile keys -----------------------------------------------------------------------------
-
-const bytesOf = (key: string) => Buffer.byteLength(key, "utf8");
-
-/** The rule, restated independently of assertValidKey. */
-function isValidKey(key: string): boolean {
-  if (key.length === 0 || key.includes("\u0000") || bytesOf(key) > MAX_KEY_BYTES) return false;
-  return /^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/.test(key);
-}
-
-const fragment = fc.constantFrom(
-  // SQL and Lua metacharacters
-  "'",
-  '"',
-  ";",
-  "--",
-  "%s",
-  "%",
-  "_",
-  "\\",
-  "`",
-  "]]",
-  "[[",
-  "$1",
-  "?",
-  ":key",
-  "@key",
-  "/*",
-  "*/",
-  "' OR '1'='1",
-  "'); DROP TABLE idempotency_records; --",
-  "\r\n",
-  "/",
-  "..",
-  // Redis hash tags
-  "{",
-  "}",
-  "{tag}",
-  "{}",
-  // surrogate pairs and emoji (ZWJ sequences, skin tones, flags, the last code point)
-  "🙂",
-  "👍🏽",
-  "🏳️‍🌈",
-  "🇯🇵",
-  "𝕏",
-  "\u{10FFFF}",
-  // right-to-left text and marks
-  "\u200F",
-  "\u200E",
-  "\u202E",
-  "\u2066",
-  "שלום",
-  "مرحبا",
-  // whitespace that is not a space
-  "\u00A0",
-  "\t",
-  "\u3000",
-  "\u200B",
-  "\uFEFF",
-);
-const word = fc.stringMatching(/^[a-z]{1,4}$/);
-const mixed = fc
-  .tuple(word, fc.array(fragment, { minLength: 1, maxLength: 5 }))
-  .map(([w, parts]) => `${w}${parts.join("")}`);
-
-/** Each group is a handful of keys that a careless store might fold into one record. */
-const group: fc.Arbitrary<string[]> = fc.oneof(
-  // metacharacters, tags, emoji, RTL: one key
-  mixed.map((key) => [key]),
-  // whitespace and case: 'a', 'a ', 'A' … distinct (the MySQL PAD SPACE / _ci pitfall)
-  word.map((w) => [w, `${w} `, `${w}  `, ` ${w}`, w.toUpperCase(), `${w}\t`, `${w}\u00A0`]),
-  // one text in NFC and in NFD: distinct records
-  fc
-    .constantFrom("é", "Å", "ñ", "ệ", "한국어", "Ǖ", "café", "Amélie", "ö\u0301")
-    .map((text) => [text.normalize("NFC"), text.normalize("NFD")]),
-  // Redis hash tags: keys that share a tag, or only look like one
-  word.map((w) => [`{${w}}a`, `{${w}}b`, `a{${w}}`, `{${w}}`, `{{${w}}}`]),
-  // exactly 1,024 bytes, and one byte more (refused)
-  fc.tuple(mixed, fc.constantFrom("a", "é", "€", "🙂")).map(([head, unit]) => {
-    const room = MAX_KEY_BYTES - bytesOf(head);
-    const units = unit.repeat(Math.max(0, Math.floor(room / bytesOf(unit))));
-    const key = `${head}${units}${"a".repeat(room - bytesOf(units))}`;
-    return [key, `${key}a`];
-  }),
-  // malformed: lone surrogates, NUL, empty (refused)
-  fc
-    .tuple(mixed, fc.constantFrom("\uD800", "\uDBFF", "\uDC00", "\uDFFF", "\u0000", "\uDE00\uD83D"))
-    .map(([key, bad]) => [`${key}${bad}`, `${bad}${key}`]),
-  fc.constant<string[]>(["", "\u0000", "\uD83D"]),
-);
-const keySets = fc
-  .array(group, { minLength: 1, maxLength: 3 })
-  .map((groups) => [...new Set(groups.flat())]);
-
-/** What a store that mangled an invalid key might have written instead. */
-const mangled = (key: string) => key.replace(/[\uD800-\uDFFF]/g, "\uFFFD").replaceAll("\u0000", "");
-
-async function race(backend: LockBackend, keys: string[]): Promise<void> {
-  const runs = new Map<string, number>();
-  const settled = await Promise.all(
-    keys.map(async (key) => ({
-      key,
-      results: await Promise.allSettled(
-        Array.from({ length: CALLERS }, () =>
-          lock(key, { backend, leaseMs: 60_000, logger: silent }, async () => {
-            runs.set(key, (runs.get(key) ?? 0) + 1);
-            await sleep(5);
-          }),
-        ),
-      ),
-    })),
-  );
-  const valid = new Set(keys.filter(isValidKey));
-  for (const { key, results } of settled) {
-    const codes = results.map((r) =>
-      r.status === "fulfilled" ? "ran" : (r.reason as { code?: string }).code,
-    );
-    const label = JSON.stringify(key).slice(0, 80);
-    if (valid.has(key)) {
-      expect(runs.get(key), `body runs for ${label}`).toBe(1);
-      expect(
-        codes.filter((c) => c === "ran"),
-        label,
-      ).toHaveLength(1);
-      for (const code of codes.filter((c) => c !== "ran")) {
-        expect(["DUPLICATE", "IN_PROGRESS"], label).toContain(code);
-      }
-    } else {
-      expect(runs.get(key), `body runs for ${label}`).toBeUndefined();
-      expect(codes, label).toEqual(Array(CALLERS).fill("INVALID_KEY"));
-      // The backend refuses it by itself too, not only lock() in front of it.
-      await expect(backend.claim(key, 60_000)).rejects.toMatchObject({ code: "INVALID_KEY" });
-    }
-  }
-  // Each valid key is a done record of its own; nothing was written for an invalid one.
-  for (const key of valid) expect(await backend.claim(key, 60_000)).toEqual({ status: "done" });
-  for (const key of new Set(keys.filter((k) => !valid.has(k)).map(mangled))) {
-    if (!isValidKey(key) || valid.has(key)) continue;
-    expect(await backend.claim(key, 60_000)).toMatchObject({
-      status: "won",
-      claim: { fencingId: 1 },
-    });
-  }
-}
 
 for (const target of targets) {
   if (target.missing !== undefined) {
@@ -281,24 +101,5 @@ for (const target of targets) {
     }
     continue;
   }
-
-  describe(`hostile keys: ${target.name}`, () => {
-    it(`${CALLERS} racing lock() calls per key: one body per distinct valid key, InvalidKey for the rest`, async () => {
-      const started = Date.now();
-      await fc.assert(
-        fc.asyncProperty(keySets, async (keys) => {
-          const backend = await target.make();
-          try {
-            await race(backend, keys);
-          } finally {
-            await backend.close?.();
-          }
-        }),
-        { seed: SEED, numRuns: target.runs },
-      );
-      console.info(
-        `[hostile keys] ${target.name}: ${target.runs} runs in ${Date.now() - started} ms`,
-      );
-    }, 180_000);
-  });
+  describeHostileKeys(target.name, target.make, target.runs);
 }

@@ -1,5 +1,5 @@
-import { Datastore } from "@google-cloud/datastore";
-import { afterAll, describe, expect, it } from "vitest";
+import { Datastore, v1 } from "@google-cloud/datastore";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type DatastoreLike,
   DatastoreLock,
@@ -10,6 +10,7 @@ import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { describeBackendContract } from "../../src/testing/index.js";
 import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
+import { describeHostileKeys } from "./hostile-keys.js";
 
 const fileStarted = Date.now();
 const emulator = await emulatorOrSkip("datastore");
@@ -137,6 +138,11 @@ function losingCommits(datastore: Datastore, state: { failures: number }): Datas
 
 describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", () => {
   const shared = new Datastore({ projectId });
+  // The first call opens the channel (over half a second on a busy machine): done before the
+  // contract's short leases, which a claim slower than its lease would rightly answer as held.
+  beforeAll(async () => {
+    await shared.get(shared.key(["warm-up", "warm-up"]));
+  });
 
   describeBackendContract({
     name: "DatastoreLock (emulator)",
@@ -145,11 +151,44 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     leaseMs: 400,
   });
 
+  describeHostileKeys(
+    "DatastoreLock (emulator)",
+    async () => new DatastoreLock({ datastore: shared, namespace: freshNamespace() }),
+    30,
+  );
+
   it("creates its own client lazily from DATASTORE_EMULATOR_HOST", async () => {
     const lockBackend = new DatastoreLock({ projectId, namespace: freshNamespace() });
     const claim = won(await lockBackend.claim("lazy", 60_000));
     expect(await lockBackend.complete(claim)).toBe(true);
     expect(await lockBackend.claim("lazy", 60_000)).toEqual({ status: "done" });
+  });
+
+  it("close() closes a client the lock created, and leaves a given one open", async () => {
+    const closing = vi.spyOn(v1.DatastoreClient.prototype, "close");
+    try {
+      const namespace = freshNamespace();
+      const own = new DatastoreLock({ projectId, namespace });
+      const claim = won(await own.claim("closing", 60_000));
+      expect(closing).not.toHaveBeenCalled();
+      await own.close();
+      // Its gRPC client (made on the first call) is closed; it is not shared with anyone.
+      expect(closing).toHaveBeenCalledTimes(1);
+      // A later call creates a new client and sees the same record.
+      expect(await own.claim("closing", 60_000)).toMatchObject({ status: "held" });
+      expect(await own.complete(claim)).toBe(true);
+      await own.close();
+      expect(closing).toHaveBeenCalledTimes(2);
+
+      closing.mockClear();
+      const given = new DatastoreLock({ datastore: shared, namespace });
+      expect(await given.claim("closing", 60_000)).toEqual({ status: "done" });
+      await given.close();
+      expect(closing).not.toHaveBeenCalled();
+      expect(await given.claim("closing", 60_000)).toEqual({ status: "done" });
+    } finally {
+      closing.mockRestore();
+    }
   });
 
   it("purgeExpired honours the client's own default namespace", async () => {

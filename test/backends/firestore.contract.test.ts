@@ -13,6 +13,7 @@ import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { describeBackendContract } from "../../src/testing/index.js";
 import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
+import { describeHostileKeys } from "./hostile-keys.js";
 
 const fileStarted = Date.now();
 const emulator = await emulatorOrSkip("firestore");
@@ -104,6 +105,12 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
       new FirestoreLock({ firestore: shared, collection: freshCollection(), ttlMs }),
     leaseMs: 400,
   });
+
+  describeHostileKeys(
+    "FirestoreLock (emulator)",
+    async () => new FirestoreLock({ firestore: shared, collection: freshCollection() }),
+    30,
+  );
 
   it("document ids are reversible and always legal", () => {
     const long = "ü".repeat(MAX_KEY_BYTES / 2);

@@ -3,6 +3,7 @@ import { Cluster, Redis } from "ioredis";
 import { createClient, createCluster } from "redis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock, type RedisScriptClient } from "../../src/backends/redis/index.js";
+import { MAX_LEASE_MS, MAX_TTL_MS } from "../../src/core/constants.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { describeBackendContract } from "../../src/testing/index.js";
 import {
@@ -79,16 +80,23 @@ describe.skipIf(!server)("RedisLock", () => {
         expect(await io.pexpiretime(`${p}k`)).toBe(Number(done.expiresAt));
       });
 
-      it("keeps epoch-ms integers exact above 1e14, where Lua's tostring would not", async () => {
+      it("keeps epoch-ms integers exact at the longest lease and ttl", async () => {
         const p = prefix();
-        const ttlMs = 5e14 + 7; // ~15,800 years: expiresAt gets 15 digits
+        // The caps keep now + lease + ttl an exact integer in Lua's doubles; a ttl of 5e14
+        // (~15,800 years, 15 digits, where Lua's tostring switches to exponent form) is no
+        // longer accepted at all.
+        expect(() => new RedisLock({ client: client(), ttlMs: 5e14 + 7, prefix: p })).toThrow(
+          /ttlMs must be a positive whole number of milliseconds up to 315360000000/,
+        );
+        const ttlMs = MAX_TTL_MS;
         const lock = new RedisLock({ client: client(), ttlMs, prefix: p });
-        const claim = won(await lock.claim("big", 1_000_003));
+        const claim = won(await lock.claim("big", MAX_LEASE_MS - 2));
         expect(await io.hget(`${p}big`, "expiresAt")).toBe(String(claim.leaseExpiresAt + ttlMs));
-        expect(await lock.renew(claim, 2_000_001)).toBe(true);
+        expect(await lock.renew(claim, MAX_LEASE_MS)).toBe(true);
         const record = await io.hgetall(`${p}big`);
         expect(Number(record.expiresAt) - Number(record.leaseExpiresAt)).toBe(ttlMs);
-        expect(record.expiresAt).toMatch(/^\d{15}$/);
+        expect(record.expiresAt).toMatch(/^\d{13}$/);
+        expect(await io.pexpiretime(`${p}big`)).toBe(Number(record.expiresAt));
         await io.del(`${p}big`);
       });
 
@@ -278,7 +286,7 @@ describe.skipIf(!server)("RedisLock", () => {
       expect(bad({ ttlMs: 0 })).toThrow(/ttlMs/);
       expect(bad({ ttlMs: 1.5 })).toThrow(/ttlMs/);
       expect(() => new RedisLock({ client: {} as unknown as RedisScriptClient })).toThrow(
-        /needs \{ client \}/,
+        /RedisLock option client must be/,
       );
       const lock = new RedisLock({ client: io, prefix: prefix() });
       await expect(lock.claim("k", 0)).rejects.toMatchObject({ code: "INVALID_CONFIGURATION" });

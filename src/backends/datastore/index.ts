@@ -3,12 +3,19 @@
  *
  * @module gcp-pubsub-idempotency/datastore
  */
-import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
+import { assertPositiveMs, assertValidKey, stringOption, ttlOption } from "../../core/validate.js";
 import { unlessLapsed } from "../shared/lease.js";
-import { newToken, type RetryOptions, resolveRetry, withRetry } from "../shared/retry.js";
+import { clientOption, nameOption, readOptions } from "../shared/options.js";
+import {
+  newToken,
+  type ResolvedRetry,
+  type RetryOptions,
+  resolveRetry,
+  withRetry,
+} from "../shared/retry.js";
 
 export type { RetryOptions } from "../shared/retry.js";
 
@@ -99,8 +106,9 @@ export interface DatastoreQueryLike {
 }
 
 /**
- * Options of {@link DatastoreLock}; all optional. The constructor throws
- * {@link InvalidConfiguration} for a bad `kind`, `namespace` or `ttlMs`.
+ * Options of {@link DatastoreLock}; all optional. The constructor checks each one before any
+ * I/O and throws {@link InvalidConfiguration} naming the option for a value of the wrong
+ * type or out of range; unknown option names are ignored.
  *
  * @example
  * ```ts
@@ -115,17 +123,28 @@ export interface DatastoreQueryLike {
  * ```
  */
 export interface DatastoreLockOptions {
-  /** A Datastore client to use; default: one created on first use (ADC / DATASTORE_EMULATOR_HOST). */
+  /**
+   * A Datastore client to use (an object with `key()`, `get()`, `insert()` and
+   * `transaction()`); default: one created on first use (ADC / DATASTORE_EMULATOR_HOST),
+   * which `close()` closes. A given client stays yours.
+   */
   datastore?: DatastoreLike;
-  /** For the client created on first use. */
+  /** For the client created on first use: a project id (printable ASCII, no spaces). */
   projectId?: string;
   /** For the client created on first use: a named database; default `(default)`. */
   databaseId?: string;
-  /** Namespace of the records (`[0-9A-Za-z._-]`, at most 100); default the client's. */
+  /**
+   * Namespace of the records: 1 to 100 of `[0-9A-Za-z._-]`, not of the form `__name__`
+   * (reserved). Default: the client's own namespace, or the default namespace for a client
+   * without one. An empty string is refused rather than read as either: omit the option.
+   */
   namespace?: string;
   /** Kind of the records; default `IdempotencyRecord`. */
   kind?: string;
-  /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
+  /**
+   * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
+   * default {@link DEFAULT_TTL_MS}.
+   */
   ttlMs?: number;
   /** Bounds on retrying ABORTED / UNAVAILABLE / lock timeouts. */
   retry?: RetryOptions;
@@ -148,8 +167,14 @@ interface StoredRecord {
  */
 const UNINDEXED = ["key", "state", "fencingId", "leaseExpiresAt", "token"];
 
-/** A kind name: no `__…__` (reserved), non-empty, at most 1,500 bytes. */
-const KIND_PATTERN = /^(?!__.*__$)[^\0]{1,1500}$/;
+/** A kind name: not `__…__` (reserved); non-empty, at most 1,500 bytes (checked apart). */
+const KIND_PATTERN = /^(?!__.*__$)/s;
+/** A namespace: 1 to 100 of `[0-9A-Za-z._-]`, not `__…__` (reserved). */
+const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
+/** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
+const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
+/** A database id: `(default)` or a lowercase name. */
+const DATABASE_PATTERN = /^(?:\(default\)|[a-z][a-z0-9-]{0,62})$/;
 
 const ALREADY_EXISTS = 6;
 
@@ -196,29 +221,64 @@ export class DatastoreLock implements LockBackend {
   readonly namespace: string | undefined;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly options: DatastoreLockOptions;
-  private readonly retry;
+  private readonly projectId: string | undefined;
+  private readonly databaseId: string | undefined;
+  private readonly retry: ResolvedRetry;
   private client: Promise<DatastoreLike> | undefined;
+  /** True while `client` is one this lock created (and so `close()` closes). */
+  private ownsClient = false;
   private driver: Promise<DatastoreModule> | undefined;
 
+  /**
+   * Checks every option before any I/O (see {@link DatastoreLockOptions}): a value of the
+   * wrong type or out of range throws {@link InvalidConfiguration} naming the option.
+   */
   constructor(options: DatastoreLockOptions = {}) {
-    this.kind = options.kind ?? "IdempotencyRecord";
-    if (typeof this.kind !== "string" || !KIND_PATTERN.test(this.kind)) {
-      throw new InvalidConfiguration(
-        `kind must be a non-empty name not of the form __name__, got ${describe(this.kind)}`,
-      );
-    }
-    if (options.namespace !== undefined && !/^[0-9A-Za-z._-]{0,100}$/.test(options.namespace)) {
-      throw new InvalidConfiguration(
-        `namespace must match [0-9A-Za-z._-]{0,100}, got ${describe(options.namespace)}`,
-      );
-    }
-    this.namespace = options.namespace;
-    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
-    this.retry = resolveRetry(options.retry);
-    this.options = options;
-    if (options.datastore) this.client = Promise.resolve(options.datastore);
+    const read = readOptions("DatastoreLock", options, true, [
+      "datastore",
+      "projectId",
+      "databaseId",
+      "namespace",
+      "kind",
+      "ttlMs",
+      "retry",
+    ]);
+    const datastore = clientOption<DatastoreLike>(
+      "datastore",
+      read.datastore,
+      ["key", "get", "insert", "transaction"],
+      "a @google-cloud/datastore Datastore",
+    );
+    this.projectId = stringOption(
+      "projectId",
+      read.projectId,
+      PROJECT_PATTERN,
+      "a project id (1 to 100 printable ASCII characters, no spaces)",
+    );
+    this.databaseId = stringOption(
+      "databaseId",
+      read.databaseId,
+      DATABASE_PATTERN,
+      'a database id ("(default)", or lowercase letters, digits and hyphens, at most 63)',
+    );
+    this.namespace = stringOption(
+      "namespace",
+      read.namespace,
+      NAMESPACE_PATTERN,
+      "1 to 100 of [0-9A-Za-z._-], not of the form __name__ (omit it for the client's own " +
+        "namespace; an empty string is not taken to mean the default)",
+    );
+    this.kind =
+      nameOption(
+        "kind",
+        read.kind,
+        1500,
+        KIND_PATTERN,
+        "a non-empty name of at most 1,500 UTF-8 bytes, not of the form __name__",
+      ) ?? "IdempotencyRecord";
+    this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);
+    this.retry = resolveRetry(read.retry);
+    if (datastore !== undefined) this.client = Promise.resolve(datastore);
   }
 
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
@@ -399,9 +459,20 @@ export class DatastoreLock implements LockBackend {
     }
   }
 
-  /** A no-op: the client is given or pooled by the driver, so nothing is closed. */
+  /**
+   * Closes the client if the lock created it (its gRPC channels); a given one stays open.
+   * A later call creates a new client.
+   */
   async close(): Promise<void> {
-    // The client is shared (given, or pooled by the driver); nothing of ours to close.
+    if (!this.ownsClient || this.client === undefined) return;
+    const pending = this.client;
+    this.client = undefined;
+    this.ownsClient = false;
+    const client = (await pending.catch(() => undefined)) as OwnedDatastore | undefined;
+    // The Datastore class has no close() of its own: its gRPC clients, made on demand, do.
+    const stubs = [...(client?.clients_?.values() ?? [])];
+    client?.clients_?.clear();
+    await Promise.all(stubs.map((stub) => stub.close?.()));
   }
 
   private isCurrent(
@@ -457,16 +528,20 @@ export class DatastoreLock implements LockBackend {
   }
 
   private datastore(): Promise<DatastoreLike> {
-    this.client ??= this.loadDriver().then(({ Datastore }) => {
-      const settings: Record<string, string> = {};
-      if (this.options.projectId !== undefined) settings.projectId = this.options.projectId;
-      if (this.options.databaseId !== undefined) settings.databaseId = this.options.databaseId;
-      return new Datastore(settings) as unknown as DatastoreLike;
-    });
-    // A failed import is not cached: the next call tries again.
-    this.client.catch(() => {
-      this.client = undefined;
-    });
+    if (this.client === undefined) {
+      this.ownsClient = true;
+      const created = this.loadDriver().then(({ Datastore }) => {
+        const settings: Record<string, string> = {};
+        if (this.projectId !== undefined) settings.projectId = this.projectId;
+        if (this.databaseId !== undefined) settings.databaseId = this.databaseId;
+        return new Datastore(settings) as unknown as DatastoreLike;
+      });
+      this.client = created;
+      // A failed import is not cached: the next call tries again.
+      created.catch(() => {
+        if (this.client === created) this.client = undefined;
+      });
+    }
     return this.client;
   }
 
@@ -479,6 +554,11 @@ export class DatastoreLock implements LockBackend {
     });
     return this.driver;
   }
+}
+
+/** What `close()` reaches of a client it created: the per-API gRPC clients, by name. */
+interface OwnedDatastore {
+  clients_?: Map<string, { close?(): Promise<void> }>;
 }
 
 interface DatastoreModule {

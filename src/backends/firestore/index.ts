@@ -3,12 +3,19 @@
  *
  * @module gcp-pubsub-idempotency/firestore
  */
-import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
-import { BackendError, InvalidConfiguration } from "../../core/errors.js";
+import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { BackendError } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
+import { assertPositiveMs, assertValidKey, stringOption, ttlOption } from "../../core/validate.js";
 import { unlessLapsed } from "../shared/lease.js";
-import { newToken, type RetryOptions, resolveRetry, withRetry } from "../shared/retry.js";
+import { clientOption, nameOption, readOptions } from "../shared/options.js";
+import {
+  newToken,
+  type ResolvedRetry,
+  type RetryOptions,
+  resolveRetry,
+  withRetry,
+} from "../shared/retry.js";
 
 export type { RetryOptions } from "../shared/retry.js";
 
@@ -122,8 +129,9 @@ export interface FirestoreLike {
 }
 
 /**
- * Options of {@link FirestoreLock}; all optional. The constructor throws
- * {@link InvalidConfiguration} for a bad `collection` or `ttlMs`.
+ * Options of {@link FirestoreLock}; all optional. The constructor checks each one before any
+ * I/O and throws `InvalidConfiguration` naming the option for a value of the wrong type or
+ * out of range; unknown option names are ignored.
  *
  * @example
  * ```ts
@@ -138,15 +146,24 @@ export interface FirestoreLike {
  * ```
  */
 export interface FirestoreLockOptions {
-  /** A Firestore instance; default: one created on first use (ADC / FIRESTORE_EMULATOR_HOST). */
+  /**
+   * A Firestore instance (an object with `collection()`); default: one created on first use
+   * (ADC / FIRESTORE_EMULATOR_HOST), which `close()` terminates. A given one stays yours.
+   */
   firestore?: FirestoreLike;
-  /** For the instance created on first use. */
+  /** For the instance created on first use: a project id (printable ASCII, no spaces). */
   projectId?: string;
   /** For the instance created on first use: a named database; default `(default)`. */
   databaseId?: string;
-  /** Collection of the records (one path segment); default `idempotency-records`. */
+  /**
+   * Collection of the records: one path segment (no `/`), not `.`, `..` or `__name__`, at
+   * most 1,500 UTF-8 bytes; default `idempotency-records`.
+   */
   collection?: string;
-  /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
+  /**
+   * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
+   * default {@link DEFAULT_TTL_MS}.
+   */
   ttlMs?: number;
   /** Bounds on retrying ABORTED / UNAVAILABLE. */
   retry?: RetryOptions;
@@ -171,8 +188,12 @@ const FAILED_PRECONDITION = 9;
 const MAX_RACES = 20;
 const PURGE_BATCH = 300;
 
-/** A collection id: one path segment, not `.`/`..`, not `__…__`, at most 1,500 bytes. */
-const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]{1,1500}$/;
+/** A collection id: one path segment, not `.`/`..`, not `__…__` (1,500 bytes checked apart). */
+const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
+/** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
+const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
+/** A database id: `(default)` or a lowercase name. */
+const DATABASE_PATTERN = /^(?:\(default\)|[a-z][a-z0-9-]{0,62})$/;
 
 /**
  * Firestore (native mode) as the store, without transactions: an absent key is claimed with
@@ -202,23 +223,54 @@ export class FirestoreLock implements LockBackend {
   readonly collection: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly options: FirestoreLockOptions;
-  private readonly retry;
+  private readonly projectId: string | undefined;
+  private readonly databaseId: string | undefined;
+  private readonly retry: ResolvedRetry;
   private client: Promise<FirestoreLike> | undefined;
   private ownsClient = false;
 
+  /**
+   * Checks every option before any I/O (see {@link FirestoreLockOptions}): a value of the
+   * wrong type or out of range throws `InvalidConfiguration` naming the option.
+   */
   constructor(options: FirestoreLockOptions = {}) {
-    this.collection = options.collection ?? "idempotency-records";
-    if (typeof this.collection !== "string" || !COLLECTION_PATTERN.test(this.collection)) {
-      throw new InvalidConfiguration(
-        `collection must be one path segment, not "." / ".." / __name__, got ${describe(this.collection)}`,
-      );
-    }
-    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
-    this.retry = resolveRetry(options.retry);
-    this.options = options;
-    if (options.firestore) this.client = Promise.resolve(options.firestore);
+    const read = readOptions("FirestoreLock", options, true, [
+      "firestore",
+      "projectId",
+      "databaseId",
+      "collection",
+      "ttlMs",
+      "retry",
+    ]);
+    const firestore = clientOption<FirestoreLike>(
+      "firestore",
+      read.firestore,
+      ["collection"],
+      "a @google-cloud/firestore (or firebase-admin) Firestore",
+    );
+    this.projectId = stringOption(
+      "projectId",
+      read.projectId,
+      PROJECT_PATTERN,
+      "a project id (1 to 100 printable ASCII characters, no spaces)",
+    );
+    this.databaseId = stringOption(
+      "databaseId",
+      read.databaseId,
+      DATABASE_PATTERN,
+      'a database id ("(default)", or lowercase letters, digits and hyphens, at most 63)',
+    );
+    this.collection =
+      nameOption(
+        "collection",
+        read.collection,
+        1500,
+        COLLECTION_PATTERN,
+        'one path segment of at most 1,500 UTF-8 bytes, not "." / ".." / __name__',
+      ) ?? "idempotency-records";
+    this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);
+    this.retry = resolveRetry(read.retry);
+    if (firestore !== undefined) this.client = Promise.resolve(firestore);
   }
 
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
@@ -435,8 +487,8 @@ export class FirestoreLock implements LockBackend {
       this.client = import("@google-cloud/firestore").then((module) => {
         const Firestore = (module as unknown as FirestoreModule).Firestore;
         const settings: Record<string, string> = {};
-        if (this.options.projectId !== undefined) settings.projectId = this.options.projectId;
-        if (this.options.databaseId !== undefined) settings.databaseId = this.options.databaseId;
+        if (this.projectId !== undefined) settings.projectId = this.projectId;
+        if (this.databaseId !== undefined) settings.databaseId = this.databaseId;
         return new Firestore(settings) as unknown as FirestoreLike;
       });
       // A failed import is not cached: the next call tries again.

@@ -1,6 +1,14 @@
-import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import {
+  assertPositiveMs,
+  assertValidKey,
+  describe,
+  functionOption,
+  ttlOption,
+} from "../../core/validate.js";
+import { readOptions } from "../shared/options.js";
 
 /**
  * Options of {@link InMemoryLock}.
@@ -16,9 +24,15 @@ import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
  * ```
  */
 export interface InMemoryLockOptions {
-  /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
+  /**
+   * How long a DONE key suppresses duplicates: whole ms, 1 to {@link MAX_TTL_MS}; default
+   * {@link DEFAULT_TTL_MS}.
+   */
   ttlMs?: number;
-  /** The clock, epoch ms; inject one to move time in tests. Default `Date.now`. */
+  /**
+   * The clock, epoch ms; inject one to move time in tests. Default `Date.now`. It must be a
+   * function (checked by the constructor) returning a finite number (checked on each call).
+   */
   now?: () => number;
 }
 
@@ -54,19 +68,35 @@ const SWEEP_STEP = 2;
 export class InMemoryLock implements LockBackend {
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly now: () => number;
+  private readonly clock: () => number;
   private readonly records = new Map<string, MemoryRecord>();
   private sweepCursor: IterableIterator<[string, MemoryRecord]> | undefined;
 
+  /**
+   * Checks every option before anything else: a `ttlMs` that is not a whole number of ms
+   * from 1 to {@link MAX_TTL_MS}, or a `now` that is not a function, throws
+   * {@link InvalidConfiguration}.
+   */
   constructor(options: InMemoryLockOptions = {}) {
-    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
-    this.now = options.now ?? Date.now;
+    const read = readOptions("InMemoryLock", options, true, ["ttlMs", "now"]);
+    this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);
+    this.clock = functionOption<() => number>("now", read.now) ?? Date.now;
   }
 
   /** How many records are stored, live or awaiting deletion. */
   get size(): number {
     return this.records.size;
+  }
+
+  /** The injected clock's time; a clock that answers no number would make every lease lapse. */
+  private now(): number {
+    const now: unknown = this.clock();
+    if (typeof now !== "number" || !Number.isFinite(now)) {
+      throw new InvalidConfiguration(
+        `InMemoryLock now() must return epoch ms as a finite number, got ${describe(now)}`,
+      );
+    }
+    return now;
   }
 
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
@@ -86,6 +116,7 @@ export class InMemoryLock implements LockBackend {
   }
 
   async complete(claim: Claim): Promise<boolean> {
+    assertValidKey(claim.key);
     const record = this.current(claim);
     if (record === undefined) return false;
     if (record.state === "claimed") {
@@ -96,6 +127,7 @@ export class InMemoryLock implements LockBackend {
   }
 
   async release(claim: Claim): Promise<void> {
+    assertValidKey(claim.key);
     const record = this.current(claim);
     if (record === undefined || record.state !== "claimed") return;
     const now = this.now();
@@ -105,6 +137,7 @@ export class InMemoryLock implements LockBackend {
   }
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertValidKey(claim.key);
     assertPositiveMs("leaseMs", leaseMs);
     const record = this.current(claim);
     if (record === undefined || record.state !== "claimed") return false;

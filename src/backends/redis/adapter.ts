@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { hasMethods } from "../shared/options.js";
 
 /**
  * The slice of an ioredis `Redis` or `Cluster` this backend uses. Structural, so the
@@ -98,17 +99,11 @@ export function scriptRunner(client: RedisScriptClient): ScriptRunner {
 
 // node-redis names it evalSha; ioredis only has the lower-case evalsha.
 function isNodeRedis(client: unknown): client is NodeRedisScriptClient {
-  return hasMethods(client, "evalSha", "eval");
+  return typeof client === "object" && hasMethods(client, ["evalSha", "eval"]);
 }
 
 function isIoRedis(client: unknown): client is IoRedisScriptClient {
-  return hasMethods(client, "evalsha", "eval");
-}
-
-function hasMethods(value: unknown, ...names: string[]): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  const record = value as Record<string, unknown>;
-  return names.every((name) => typeof record[name] === "function");
+  return typeof client === "object" && hasMethods(client, ["evalsha", "eval"]);
 }
 
 function isNoScript(error: unknown): boolean {

@@ -4,10 +4,11 @@
  * @module gcp-pubsub-idempotency/redis
  */
 import { randomUUID } from "node:crypto";
-import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import { assertPositiveMs, assertValidKey, describe, ttlOption } from "../../core/validate.js";
+import { readOptions } from "../shared/options.js";
 import {
   isScriptClient,
   type RedisScriptClient,
@@ -46,7 +47,10 @@ export interface RedisLockOptions {
    * ioredis connects by itself. RedisLock never closes it: the client is yours.
    */
   client: RedisScriptClient;
-  /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
+  /**
+   * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
+   * default {@link DEFAULT_TTL_MS}.
+   */
   ttlMs?: number;
   /** Prepended to every idempotency key; default "idem:". Printable ASCII, 1–128 chars. */
   prefix?: string;
@@ -66,9 +70,8 @@ export interface RedisLockOptions {
  */
 export const DEFAULT_REDIS_PREFIX = "idem:";
 const MAX_PREFIX_LENGTH = 128;
-// Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: keep the sum
-// far below 2^53 (this cap is ~285,000 years).
-const MAX_SPAN_MS = 2 ** 53 - 2 ** 52;
+// Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: the caps
+// (MAX_LEASE_MS, MAX_TTL_MS) keep the sum an exact integer far below 2^53.
 
 const CLAIM = script(claimLua);
 const COMPLETE = script(completeLua);
@@ -101,25 +104,29 @@ export class RedisLock implements LockBackend {
   readonly prefix: string;
   private readonly run: ScriptRunner;
 
+  /**
+   * Checks every option before any I/O: a missing or unusable `client`, a `ttlMs` that is
+   * not a whole number of ms from 1 to `MAX_TTL_MS`, or a bad `prefix` throws
+   * {@link InvalidConfiguration} naming the option.
+   */
   constructor(options: RedisLockOptions) {
-    if (typeof options !== "object" || options === null || !isScriptClient(options.client)) {
+    const read = readOptions("RedisLock", options, false, ["client", "ttlMs", "prefix"]);
+    if (!isScriptClient(read.client)) {
       throw new InvalidConfiguration(
-        "RedisLock needs { client }: an ioredis Redis/Cluster or a node-redis client/cluster",
+        "RedisLock option client must be an ioredis Redis/Cluster or a node-redis client/cluster " +
+          `(with evalsha()/evalSha() and eval()), got ${describe(read.client)}`,
       );
     }
-    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
-    if (this.ttlMs > MAX_SPAN_MS / 2) {
-      throw new InvalidConfiguration(`ttlMs must be at most ${MAX_SPAN_MS / 2} ms`);
-    }
-    this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX;
-    assertValidPrefix(this.prefix);
-    this.run = scriptRunner(options.client);
+    this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);
+    const prefix = read.prefix === undefined ? DEFAULT_REDIS_PREFIX : read.prefix;
+    assertValidPrefix(prefix);
+    this.prefix = prefix;
+    this.run = scriptRunner(read.client);
   }
 
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     assertValidKey(key);
-    assertLeaseMs(leaseMs);
+    assertPositiveMs("leaseMs", leaseMs);
     const reply = await this.call("claim", key, CLAIM, [
       String(leaseMs),
       String(this.ttlMs),
@@ -159,7 +166,7 @@ export class RedisLock implements LockBackend {
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
     assertValidKey(claim.key);
-    assertLeaseMs(leaseMs);
+    assertPositiveMs("leaseMs", leaseMs);
     const reply = await this.call("renew", claim.key, RENEW, [
       String(claim.fencingId),
       String(leaseMs),
@@ -187,17 +194,8 @@ function assertValidPrefix(prefix: unknown): asserts prefix is string {
     !/^[\x20-\x7e]+$/.test(prefix)
   ) {
     throw new InvalidConfiguration(
-      `prefix must be 1 to ${MAX_PREFIX_LENGTH} printable ASCII characters, got ${JSON.stringify(
-        typeof prefix === "string" ? prefix.slice(0, 40) : typeof prefix,
-      )}`,
+      `prefix must be 1 to ${MAX_PREFIX_LENGTH} printable ASCII characters, got ${describe(prefix)}`,
     );
-  }
-}
-
-function assertLeaseMs(leaseMs: number): void {
-  assertPositiveMs("leaseMs", leaseMs);
-  if (leaseMs > MAX_SPAN_MS / 2) {
-    throw new InvalidConfiguration(`leaseMs must be at most ${MAX_SPAN_MS / 2} ms`);
   }
 }
 

@@ -1,10 +1,17 @@
 import { randomBytes } from "node:crypto";
+import { InvalidConfiguration } from "../../core/errors.js";
+import { assertNonNegativeMs, describe } from "../../core/validate.js";
+import { readOptions } from "./options.js";
 
 /**
  * Bounds on the retry of transient store errors (ABORTED contention, UNAVAILABLE,
  * DEADLINE_EXCEEDED, the emulator's lock timeout) by `DatastoreLock` and `FirestoreLock`:
  * full-jitter exponential backoff until either bound is reached, then the call rejects
  * with a `BackendError`.
+ *
+ * The constructor checks every field: `attempts` a whole number from 1 to 100, the others
+ * whole milliseconds from 0 to 2^31 − 1 (`MAX_LEASE_MS`); anything else throws an
+ * `InvalidConfiguration` naming the field.
  *
  * @example
  * ```ts
@@ -16,13 +23,13 @@ import { randomBytes } from "node:crypto";
  * ```
  */
 export interface RetryOptions {
-  /** Attempts in all, the first included; default 10. */
+  /** Attempts in all, the first included: a whole number from 1 to 100; default 10. */
   attempts?: number;
-  /** Stop retrying once this much time has passed since the first attempt; default 15 s. */
+  /** Stop retrying once this much time has passed since the first attempt, whole ms; default 15 s. */
   maxElapsedMs?: number;
-  /** First backoff ceiling; doubles per attempt up to `maxDelayMs`. Default 25 ms. */
+  /** First backoff ceiling, whole ms (0 allowed); doubles per attempt up to `maxDelayMs`. Default 25 ms. */
   baseDelayMs?: number;
-  /** Largest backoff ceiling; default 1 s. */
+  /** Largest backoff ceiling, whole ms (0 allowed); default 1 s. */
   maxDelayMs?: number;
 }
 
@@ -33,12 +40,39 @@ export interface ResolvedRetry {
   maxDelayMs: number;
 }
 
-export function resolveRetry(options: RetryOptions | undefined): ResolvedRetry {
+/** The most attempts `retry.attempts` may ask for: enough for any contention, never endless. */
+export const MAX_RETRY_ATTEMPTS = 100;
+
+const RETRY_NAMES = ["attempts", "maxElapsedMs", "baseDelayMs", "maxDelayMs"] as const;
+
+/**
+ * Check a `retry` option once, in the constructor: an object (or absent) whose known fields
+ * are whole numbers in range; anything else is an {@link InvalidConfiguration} naming the
+ * field. `NaN` attempts used to retry a dead store for ever.
+ */
+export function resolveRetry(options: unknown): ResolvedRetry {
+  const read = readOptions("retry", options, true, RETRY_NAMES);
+  const attempts = read.attempts === undefined ? 10 : read.attempts;
+  if (
+    typeof attempts !== "number" ||
+    !Number.isSafeInteger(attempts) ||
+    attempts < 1 ||
+    attempts > MAX_RETRY_ATTEMPTS
+  ) {
+    throw new InvalidConfiguration(
+      `retry.attempts must be a whole number from 1 to ${MAX_RETRY_ATTEMPTS}, got ${describe(attempts)}`,
+    );
+  }
+  const ms = (name: (typeof RETRY_NAMES)[number], fallback: number): number => {
+    const value = read[name] === undefined ? fallback : read[name];
+    assertNonNegativeMs(`retry.${name}`, value);
+    return value;
+  };
   return {
-    attempts: options?.attempts ?? 10,
-    maxElapsedMs: options?.maxElapsedMs ?? 15_000,
-    baseDelayMs: options?.baseDelayMs ?? 25,
-    maxDelayMs: options?.maxDelayMs ?? 1_000,
+    attempts,
+    maxElapsedMs: ms("maxElapsedMs", 15_000),
+    baseDelayMs: ms("baseDelayMs", 25),
+    maxDelayMs: ms("maxDelayMs", 1_000),
   };
 }
 

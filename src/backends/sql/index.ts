@@ -4,10 +4,11 @@
  * @module gcp-pubsub-idempotency/sql
  */
 import { createHash, randomUUID } from "node:crypto";
-import { DEFAULT_TTL_MS, MAX_TTL_MS } from "../../core/constants.js";
+import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, describe } from "../../core/validate.js";
+import { assertPositiveMs, assertValidKey, describe, ttlOption } from "../../core/validate.js";
+import { hasMethods, readOptions } from "../shared/options.js";
 import mysqlCheck from "./mysql/check.sql";
 import mysqlClaim from "./mysql/claim.sql";
 import mysqlComplete from "./mysql/complete.sql";
@@ -187,7 +188,10 @@ export interface SqlLockOptions {
    * underscores, at most 48 characters per part.
    */
   table?: string;
-  /** How long a DONE key suppresses duplicates; default {@link DEFAULT_TTL_MS}. */
+  /**
+   * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
+   * default {@link DEFAULT_TTL_MS}.
+   */
   ttlMs?: number;
 }
 
@@ -243,24 +247,32 @@ export class SqlLock implements LockBackend {
   private readonly sqliteStatements = new Map<string, SqliteStatementLike>();
   private sqliteReady = false;
 
+  /**
+   * Checks every option before any I/O: a missing or unusable `client`, an unknown
+   * `dialect`, a bad `table`, or a `ttlMs` that is not a whole number of ms from 1 to
+   * `MAX_TTL_MS` throws {@link InvalidConfiguration} naming the option.
+   */
   constructor(options: SqlLockOptions) {
-    if (options === null || typeof options !== "object" || options.client == null) {
+    const read = readOptions("SqlLock", options, false, ["client", "dialect", "table", "ttlMs"]);
+    const client = read.client;
+    if (client === null || (typeof client !== "object" && typeof client !== "function")) {
       throw new InvalidConfiguration(
-        "SqlLock needs { client }: a pg, mysql2 or better-sqlite3 client",
+        `SqlLock option client must be a pg, mysql2/promise or better-sqlite3 client, got ${describe(client)}`,
       );
     }
-    this.client = options.client;
-    this.dialect = options.dialect ?? detectDialect(options.client);
-    if (!["postgres", "mysql", "sqlite"].includes(this.dialect)) {
+    this.client = client as SqlClient;
+    const dialect = read.dialect === undefined ? detectDialect(client) : read.dialect;
+    if (dialect !== "postgres" && dialect !== "mysql" && dialect !== "sqlite") {
       throw new InvalidConfiguration(
-        `SqlLock dialect must be "postgres", "mysql" or "sqlite", got ${describe(this.dialect)}`,
+        `SqlLock option dialect must be "postgres", "mysql" or "sqlite", got ${describe(dialect)}`,
       );
     }
-    assertClientFits(this.dialect, options.client);
-    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-    assertPositiveMs("ttlMs", this.ttlMs, MAX_TTL_MS);
-    this.table = options.table ?? DEFAULT_TABLE;
-    const { quoted, index } = parseTable(this.dialect, this.table);
+    this.dialect = dialect;
+    assertClientFits(this.dialect, client);
+    this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);
+    const table = read.table === undefined ? DEFAULT_TABLE : read.table;
+    const { quoted, index } = parseTable(this.dialect, table);
+    this.table = table as string;
     const templates: Record<SqlDialect, Record<string, string>> = {
       postgres: {
         schema: pgSchema,
@@ -344,6 +356,7 @@ export class SqlLock implements LockBackend {
   }
 
   async complete(claim: Claim): Promise<boolean> {
+    assertValidKey(claim.key);
     const { key, fencingId } = claim;
     return this.guard("complete", key, async () => {
       if (this.dialect === "postgres") {
@@ -360,6 +373,7 @@ export class SqlLock implements LockBackend {
   }
 
   async release(claim: Claim): Promise<void> {
+    assertValidKey(claim.key);
     const { key, fencingId } = claim;
     await this.guard("release", key, async () => {
       if (this.dialect === "postgres") await this.pg("release", [key, fencingId, this.ttlMs]);
@@ -370,6 +384,7 @@ export class SqlLock implements LockBackend {
   }
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertValidKey(claim.key);
     assertPositiveMs("leaseMs", leaseMs);
     const { key, fencingId } = claim;
     return this.guard("renew", key, async () => {
@@ -508,25 +523,23 @@ export class SqlLock implements LockBackend {
   }
 }
 
-function detectDialect(client: SqlClient): SqlDialect {
-  const c = client as unknown as Record<string, unknown>;
-  if (typeof c.prepare === "function" && typeof c.pragma === "function") return "sqlite";
-  if (typeof c.execute === "function" && typeof c.query === "function") return "mysql";
-  if (typeof c.query === "function") return "postgres";
+function detectDialect(client: object): SqlDialect {
+  if (hasMethods(client, ["prepare", "pragma"])) return "sqlite";
+  if (hasMethods(client, ["execute", "query"])) return "mysql";
+  if (hasMethods(client, ["query"])) return "postgres";
   throw new InvalidConfiguration(
     "SqlLock could not tell the dialect of options.client: pass a pg Pool/Client, a " +
       'mysql2/promise Pool, a better-sqlite3 Database, or set dialect: "postgres" | "mysql" | "sqlite"',
   );
 }
 
-function assertClientFits(dialect: SqlDialect, client: SqlClient): void {
-  const c = client as unknown as Record<string, unknown>;
+function assertClientFits(dialect: SqlDialect, client: object): void {
   const needs = {
     postgres: ["query"],
     mysql: ["execute", "query"],
     sqlite: ["prepare", "exec", "pragma"],
   };
-  const missing = needs[dialect].filter((method) => typeof c[method] !== "function");
+  const missing = needs[dialect].filter((method) => !hasMethods(client, [method]));
   if (missing.length > 0) {
     throw new InvalidConfiguration(
       `SqlLock dialect "${dialect}" needs a client with ${missing.join(", ")}()` +

@@ -1,0 +1,95 @@
+import { InvalidConfiguration } from "../../core/errors.js";
+import { describe, optionsObject } from "../../core/validate.js";
+
+// What every backend constructor shares: read the options once, check them before any I/O.
+
+/**
+ * Read the named options of `value` once each into a plain object, so every later check
+ * and use sees one value (a getter that answers differently each time cannot slip a bad
+ * value past its check). `value` must be an object (or absent when `optional`). A getter
+ * or Proxy trap that throws becomes an {@link InvalidConfiguration} naming the option;
+ * unknown option names are not read.
+ */
+export function readOptions<K extends string>(
+  where: string,
+  value: unknown,
+  optional: boolean,
+  names: readonly K[],
+): { readonly [P in K]?: unknown } {
+  const options = optionsObject(where, value, optional);
+  const read: { [P in K]?: unknown } = {};
+  for (const name of names) read[name] = readProperty(`${where} option ${name}`, options, name);
+  return read;
+}
+
+/** One property, read once; a throwing getter or Proxy trap is a configuration error. */
+export function readProperty(what: string, object: object, name: string): unknown {
+  try {
+    return (object as Record<string, unknown>)[name];
+  } catch {
+    throw new InvalidConfiguration(`${what} could not be read (its getter or proxy threw)`);
+  }
+}
+
+/**
+ * True when `value` is an object (or function) whose `methods` are all functions. Never
+ * throws: a getter or Proxy trap that throws counts as a missing method.
+ */
+export function hasMethods(value: unknown, methods: readonly string[]): boolean {
+  if (value === null || (typeof value !== "object" && typeof value !== "function")) return false;
+  try {
+    return methods.every((name) => typeof (value as Record<string, unknown>)[name] === "function");
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An optional client-like option: `undefined`, or an object with every one of `methods`.
+ * `what` says what was expected, for the message.
+ */
+export function clientOption<T>(
+  name: string,
+  value: unknown,
+  methods: readonly string[],
+  what: string,
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (!hasMethods(value, methods)) {
+    throw new InvalidConfiguration(
+      `${name} must be ${what} (with ${methods.map((m) => `${m}()`).join(", ")}), got ${describe(value)}`,
+    );
+  }
+  return value as T;
+}
+
+const encoder = new TextEncoder();
+
+/** Well-formed UTF-16: no lone surrogate (so the string has an exact UTF-8 form). */
+const WELL_FORMED = /^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
+
+/**
+ * A store name (kind, collection): a well-formed string without U+0000 whose UTF-8 form is
+ * 1 to `maxBytes` bytes, matching `pattern` too. Otherwise a configuration error naming the
+ * option and saying what is `allowed`.
+ */
+export function nameOption(
+  name: string,
+  value: unknown,
+  maxBytes: number,
+  pattern: RegExp,
+  allowed: string,
+): string | undefined {
+  if (value === undefined) return undefined;
+  if (
+    typeof value !== "string" ||
+    value.length === 0 ||
+    value.includes("\0") ||
+    !WELL_FORMED.test(value) ||
+    encoder.encode(value).length > maxBytes ||
+    !pattern.test(value)
+  ) {
+    throw new InvalidConfiguration(`${name} must be ${allowed}, got ${describe(value)}`);
+  }
+  return value;
+}

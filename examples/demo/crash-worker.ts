@@ -6,6 +6,7 @@
  * Run by main.ts with child_process.fork; it reads one IPC message and never returns.
  */
 import { lock } from "gcp-pubsub-idempotency";
+import { warmUpBackend } from "gcp-pubsub-idempotency/testing";
 import { type BackendConfig, type BackendName, openBackend } from "./backends.js";
 import { sendOrder } from "./supplier.js";
 
@@ -13,7 +14,9 @@ export interface CrashJob {
   readonly backend: BackendName;
   readonly config: BackendConfig;
   readonly supplierUrl: string;
+  /** The lease of each claim, or ten times the store's slowest warm call, up to maxLeaseMs. */
   readonly leaseMs: number;
+  readonly maxLeaseMs: number;
   readonly orders: readonly { orderId: string; key: string }[];
 }
 
@@ -21,10 +24,15 @@ const quiet = { info() {}, warn() {}, error() {} };
 
 process.once("message", async (job: CrashJob) => {
   const { lock: backend } = await openBackend(job.backend, job.config);
+  // This process's client is new: its first writes (a channel to open, a cold emulator) take
+  // seconds on a busy machine, and a Datastore or Firestore claim slower than its lease
+  // answers held. Warm it first, and give the claims a lease well above its slowest call.
+  const { slowestMs } = await warmUpBackend(backend, { keyPrefix: `warm-up:${process.pid}:` });
+  const leaseMs = Math.min(Math.max(job.leaseMs, 10 * slowestMs), job.maxLeaseMs);
   let sent = 0;
   const never = new Promise<never>(() => {});
   for (const { orderId, key } of job.orders) {
-    void lock(key, { backend, leaseMs: job.leaseMs, logger: quiet }, async () => {
+    void lock(key, { backend, leaseMs, logger: quiet }, async () => {
       await sendOrder(job.supplierUrl, orderId, key);
       sent += 1;
       // The last send done: die with every claim still open (no complete, no release).

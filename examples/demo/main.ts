@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { idempotentHttp, type LockBackend, type Logger } from "gcp-pubsub-idempotency";
-import { pushBody, simulatePushDeliveries } from "gcp-pubsub-idempotency/testing";
+import { pushBody, simulatePushDeliveries, warmUpBackend } from "gcp-pubsub-idempotency/testing";
 import {
   BACKENDS,
   type BackendConfig,
@@ -21,9 +21,12 @@ import {
 import type { CrashJob } from "./crash-worker.js";
 import { sendOrder, startSupplier } from "./supplier.js";
 
-// The crashed worker's lease is short so the demo heals in about a second; the
-// gateway's own lease stays long, so a body slowed by the storm never outruns it.
+// The crashed worker's lease is short so the demo heals in about a second (on a slow
+// store, ten times its slowest call, up to MAX_CRASH_LEASE_MS: well within the storm's
+// redeliveries); the gateway's own lease stays long, so a body slowed by the storm never
+// outruns it.
 const CRASH_LEASE_MS = 1000;
+const MAX_CRASH_LEASE_MS = 4000;
 const LEASE_MS = 10_000;
 
 const HELP = `npm run demo -- [options]
@@ -34,7 +37,8 @@ delivered 3 times, 2 of them at the same moment; a non-2xx answer (503 contentio
 failure) is redelivered with exponential backoff. Some orders fail once in the body (a
 transient supplier error, nack), and some are first taken by a worker that crashes
 mid-body: it sends the order to the supplier and exits before complete, so its claim
-stays until its ${CRASH_LEASE_MS} ms lease lapses and a redelivery heals it (fence 2). The body sends
+stays until its ${CRASH_LEASE_MS} ms lease lapses and a redelivery heals it (fence 2); on a
+slow store that lease is ten times its slowest call, up to ${MAX_CRASH_LEASE_MS} ms. The body sends
 each order to a local supplier that de-duplicates on the Idempotency-Key header, so the
 crash's re-send is a no-op there ("key your sink"). The gateway's own lease is
 ${LEASE_MS / 1000} s, so a body slowed by the storm never outruns it.
@@ -197,10 +201,12 @@ const push = createServer((req, res) => {
 await new Promise<void>((done) => push.listen(0, "127.0.0.1", done));
 const pushUrl = `http://127.0.0.1:${(push.address() as AddressInfo).port}/`;
 
-// Warm up the HTTP client, so the storm's first deliveries are not late behind its setup.
+// Warm up the HTTP client, so the storm's first deliveries are not late behind its setup,
+// and the store (a connection to open, an emulator's first writes), on keys of its own.
 await sendOrder(supplier.url, "warm-up", "warm-up");
 supplier.arrivals.clear();
 supplier.accepted.clear();
+await warmUpBackend(inner, { keyPrefix: `warm-up:${process.pid}:` });
 
 // The crash: before the storm, a worker takes the crash orders and dies mid-body.
 const crashOrders = orders.filter((o) => o.fate === "crash");
@@ -224,6 +230,7 @@ if (crashOrders.length > 0) {
               config,
               supplierUrl: supplier.url,
               leaseMs: CRASH_LEASE_MS,
+              maxLeaseMs: MAX_CRASH_LEASE_MS,
               orders: slice.map(({ orderId, key }) => ({ orderId, key })),
             };
             child.once("spawn", () => child.send(job));

@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../core/types.js";
 import { lock, mutex } from "../core/verbs.js";
+import { warmUpBackend } from "./warm-up.js";
 
 /**
  * What the contract suite needs to know about a backend under test.
@@ -32,10 +33,24 @@ export interface BackendContractTarget {
    * clock. InMemoryLock with a fake clock passes `clock.advance`.
    */
   advance?(ms: number): void | Promise<void>;
-  /** A short lease for the timing cases; default 150 ms. Raise it for slow stores. */
+  /**
+   * A short lease for the timing cases; default 150 ms. Raised for a slow store: see
+   * `latencyFactor`.
+   */
   leaseMs?: number;
-  /** A short ttl for the expiry cases; default 4 × leaseMs. */
+  /** A short ttl for the expiry cases; default 4 × leaseMs (raised with the lease). */
   ttlMs?: number;
+  /**
+   * Before the first case the suite warms the store up on a backend from `create` (see
+   * {@link warmUpBackend}: no case pays for a cold connection or an emulator's first write)
+   * and measures its slowest call. The short lease is then at least this many times that
+   * call, and the ttl grows in proportion, so a busy machine's slow write never outlasts a
+   * lease a case expects to hold. Default 10. 0 keeps `leaseMs` and `ttlMs` as given (the
+   * warm-up still runs), as does a target with `advance`, whose clock stands still during a
+   * call. The lease is never raised past 5 s (or `leaseMs`, if longer); each case has a
+   * timeout of its own, long enough to wait out the ttl of the longest lease.
+   */
+  latencyFactor?: number;
   /** Claims started at once in the race case; default 32. */
   concurrency?: number;
   /** Skip the race case (a store whose claims are serialized anyway still passes it). */
@@ -67,14 +82,26 @@ function won(outcome: ClaimOutcome): Claim {
  *   name: "redis",
  *   create: ({ ttlMs }) => new RedisLock({ client, ttlMs, prefix: `test-${Date.now()}:` }),
  *   leaseMs: 150, // short leases against the store's real clock
+ *   latencyFactor: 10, // but at least 10 times its slowest call while warming up
  * });
  * ```
  */
 export function describeBackendContract(target: BackendContractTarget): void {
-  const leaseMs = target.leaseMs ?? 150;
-  const ttlMs = target.ttlMs ?? leaseMs * 4;
+  const givenLeaseMs = target.leaseMs ?? 150;
+  const givenTtlMs = target.ttlMs ?? givenLeaseMs * 4;
+  const latencyFactor = target.latencyFactor ?? 10;
+  if (!(Number.isFinite(latencyFactor) && latencyFactor >= 0)) {
+    throw new RangeError(`latencyFactor must be a non-negative number, got ${latencyFactor}`);
+  }
+  const maxLeaseMs = Math.max(givenLeaseMs, MAX_SIZED_LEASE_MS);
+  // Room for a case to wait out the ttl of the largest sized lease, and a slow store's calls.
+  const caseTimeoutMs =
+    30_000 + Math.round((givenTtlMs * maxLeaseMs) / givenLeaseMs) + 2 * maxLeaseMs;
+  // Set by the warm-up before the first case; every case reads them when it runs.
+  let leaseMs = givenLeaseMs;
+  let ttlMs = givenTtlMs;
   // Time that certainly carries a lease (or a ttl) past its end, with slack for clock jitter.
-  const slack = Math.max(20, Math.round(leaseMs / 3));
+  let slack = slackFor(leaseMs);
   const advance = async (ms: number) => {
     await (target.advance ?? realSleep)(ms);
   };
@@ -97,10 +124,32 @@ export function describeBackendContract(target: BackendContractTarget): void {
           await backend.close?.();
         }
       },
-      timeoutMs,
+      timeoutMs ?? caseTimeoutMs,
     );
 
   describe(`LockBackend contract: ${target.name}`, () => {
+    beforeAll(async () => {
+      const backend = await target.create({ ttlMs: givenTtlMs });
+      try {
+        const { coldMs, slowestMs } = await warmUpBackend(backend, {
+          keyPrefix: `${freshKey("warm-up")}:`,
+        });
+        // An injected clock does not move while a call runs: no call can outlast a lease.
+        const neededMs = target.advance ? 0 : Math.ceil(latencyFactor * slowestMs);
+        if (neededMs > givenLeaseMs) {
+          leaseMs = Math.min(neededMs, maxLeaseMs);
+          ttlMs = Math.round((givenTtlMs * leaseMs) / givenLeaseMs);
+          slack = slackFor(leaseMs);
+          console.info(
+            `[contract] ${target.name}: warm-up ${coldMs} ms, slowest call after it ` +
+              `${slowestMs} ms: short lease ${givenLeaseMs} → ${leaseMs} ms, ttl ${ttlMs} ms`,
+          );
+        }
+      } finally {
+        await backend.close?.();
+      }
+    }, WARM_UP_TIMEOUT_MS);
+
     describe("claim", () => {
       withBackend("absent → won at fence 1, with a lease in the future", async (b) => {
         const key = freshKey("absent");
@@ -576,3 +625,12 @@ function describeKeyAndLimitCases(
 }
 
 const silent = { info() {}, warn() {}, error() {} };
+
+/** The sized short lease never goes past this (unless `leaseMs` itself does). */
+const MAX_SIZED_LEASE_MS = 5_000;
+/** A cold emulator's first writes take seconds on a busy machine. */
+const WARM_UP_TIMEOUT_MS = 120_000;
+
+function slackFor(leaseMs: number): number {
+  return Math.max(20, Math.round(leaseMs / 3));
+}

@@ -8,7 +8,7 @@ import {
 import { InProgress } from "../../src/core/errors.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
-import { describeBackendContract } from "../../src/testing/index.js";
+import { describeBackendContract, warmUpBackend } from "../../src/testing/index.js";
 import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
 import { describeHostileKeys } from "./hostile-keys.js";
 
@@ -138,11 +138,19 @@ function losingCommits(datastore: Datastore, state: { failures: number }): Datas
 
 describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", () => {
   const shared = new Datastore({ projectId });
-  // The first call opens the channel (over half a second on a busy machine): done before the
-  // contract's short leases, which a claim slower than its lease would rightly answer as held.
+  // A lease these tests let lapse on purpose: short, but ten times the slowest call measured
+  // once the emulator is warm, so no claim that must win outlasts it on a busy machine (a
+  // win whose write outlasted its lease rightly answers held).
+  let shortLeaseMs = 300;
   beforeAll(async () => {
-    await shared.get(shared.key(["warm-up", "warm-up"]));
-  });
+    const backend = new DatastoreLock({ datastore: shared, namespace: freshNamespace() });
+    const { coldMs, slowestMs } = await warmUpBackend(backend);
+    shortLeaseMs = Math.max(shortLeaseMs, 10 * slowestMs);
+    console.info(
+      `[datastore] warm-up ${coldMs} ms, slowest call after it ${slowestMs} ms: ` +
+        `short lease ${shortLeaseMs} ms`,
+    );
+  }, 120_000);
 
   describeBackendContract({
     name: "DatastoreLock (emulator)",
@@ -194,7 +202,9 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
   it("purgeExpired honours the client's own default namespace", async () => {
     const datastore = new Datastore({ projectId, namespace: freshNamespace() });
     const backend = new DatastoreLock({ datastore, ttlMs: 200 });
-    expect(await backend.complete(won(await backend.claim("purge-me", 100)))).toBe(true);
+    // A long lease, so the claim wins however slow this new client's first write; the done
+    // record then expires 200 ms after the complete.
+    expect(await backend.complete(won(await backend.claim("purge-me", 60_000)))).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await backend.purgeExpired()).toBe(1);
     expect(won(await backend.claim("purge-me", 60_000)).fencingId).toBe(1);
@@ -225,8 +235,8 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     // The reclaim path (a transaction) races too: a lapsed lease, then 8 at once — the
     // emulator queues transactions on one entity behind ~2 s lock timeouts, so 32 would test
     // its patience rather than our claim.
-    const first = won(await a.claim("contended-reclaim", 200));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const first = won(await a.claim("contended-reclaim", shortLeaseMs));
+    await new Promise((resolve) => setTimeout(resolve, shortLeaseMs + 100));
     const winner = (await race("contended-reclaim", 8)).find((o) => o.status === "won");
     expect(winner?.status === "won" && winner.claim.fencingId).toBe(first.fencingId + 1);
   }, 120_000);
@@ -247,8 +257,8 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     expect(await observer.claim("lost", 60_000)).toEqual({ status: "done" });
 
     // The reclaim path: a lapsed lease, then a reclaim whose commit response is lost.
-    const first = won(await observer.claim("lost-reclaim", 300));
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    const first = won(await observer.claim("lost-reclaim", shortLeaseMs));
+    await new Promise((resolve) => setTimeout(resolve, shortLeaseMs + 100));
     state.failures = 1;
     let reruns = 0;
     await lock("lost-reclaim", { backend, leaseMs: 60_000, logger: silent }, async (claim) => {

@@ -11,7 +11,7 @@ import { MAX_KEY_BYTES } from "../../src/core/constants.js";
 import { InProgress } from "../../src/core/errors.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
-import { describeBackendContract } from "../../src/testing/index.js";
+import { describeBackendContract, warmUpBackend } from "../../src/testing/index.js";
 import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
 import { describeHostileKeys } from "./hostile-keys.js";
 
@@ -93,11 +93,20 @@ function wrapped(
 
 describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () => {
   const shared = client();
-  // The first call opens the channel (over half a second here): done before the contract's
-  // short leases, which a claim slower than its lease would rightly answer as held.
+  // The first calls open the channel and warm the emulator's write path (seconds on a busy
+  // machine): done before the contract's short leases, which a claim slower than its lease
+  // would rightly answer as held. The leases these tests let lapse on purpose are ten times
+  // the slowest call measured after that.
+  let shortLeaseMs = 300;
   beforeAll(async () => {
-    await shared.collection("warm-up").doc("warm-up").get();
-  });
+    const backend = new FirestoreLock({ firestore: shared, collection: freshCollection() });
+    const { coldMs, slowestMs } = await warmUpBackend(backend);
+    shortLeaseMs = Math.max(shortLeaseMs, 10 * slowestMs);
+    console.info(
+      `[firestore] warm-up ${coldMs} ms, slowest call after it ${slowestMs} ms: ` +
+        `short lease ${shortLeaseMs} ms`,
+    );
+  }, 120_000);
 
   describeBackendContract({
     name: "FirestoreLock (emulator)",
@@ -161,8 +170,8 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     };
     await run("contended");
     // The reclaim path races too: a lapsed lease, then 32 at once.
-    const first = won(await a.claim("contended-reclaim", 200));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const first = won(await a.claim("contended-reclaim", shortLeaseMs));
+    await new Promise((resolve) => setTimeout(resolve, shortLeaseMs + 100));
     const outcomes = await run("contended-reclaim");
     const winner = outcomes.find((o) => o.status === "won");
     expect(winner?.status === "won" && winner.claim.fencingId).toBe(first.fencingId + 1);
@@ -184,8 +193,8 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     expect(await observer.claim("lost", 60_000)).toEqual({ status: "done" });
 
     // The reclaim path: a lapsed lease, then a reclaim whose update response is lost.
-    const first = won(await observer.claim("lost-reclaim", 300));
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    const first = won(await observer.claim("lost-reclaim", shortLeaseMs));
+    await new Promise((resolve) => setTimeout(resolve, shortLeaseMs + 100));
     state.failures = 1;
     let reruns = 0;
     await lock("lost-reclaim", { backend, leaseMs: 60_000, logger: silent }, async (claim) => {
@@ -244,7 +253,7 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     expect(await measure("renew", () => backend.renew(claim!, 60_000))).toBe(2);
     expect(await measure("complete", () => backend.complete(claim!))).toBe(2);
     expect(await measure("claim (done)", () => backend.claim("rt", 60_000))).toBe(2);
-    const other = won(await backend.claim("rt2", 300));
+    const other = won(await backend.claim("rt2", 60_000));
     expect(await measure("release", () => backend.release(other))).toBe(2);
     expect(await measure("claim (reclaim)", () => backend.claim("rt2", 60_000))).toBe(3);
   });

@@ -107,16 +107,20 @@ describe.skipIf(!server)("RedisLock", () => {
         const realNow = Date.now.bind(Date);
         const skew = vi.spyOn(Date, "now");
         try {
+          // A client 3 h ahead: a live lease is still held (a client clock would call it lapsed).
+          // The lease is long so that it is live however slowly a busy machine gets here.
           skew.mockImplementation(() => realNow() + 3 * 3_600_000);
-          const first = won(await lock.claim("skew", LEASE_MS));
+          const live = won(await lock.claim("skew-ahead", 60_000));
           // The lease end is the server's now + lease, not the skewed client's.
-          expect(Math.abs(first.leaseExpiresAt - serverNow - LEASE_MS)).toBeLessThan(2_000);
-          expect((await lock.claim("skew", LEASE_MS)).status).toBe("held");
+          expect(Math.abs(live.leaseExpiresAt - serverNow - 60_000)).toBeLessThan(2_000);
+          expect((await lock.claim("skew-ahead", LEASE_MS)).status).toBe("held");
+          // A client 3 h behind: a lapsed lease is reclaimed (a client clock would call it held).
           skew.mockImplementation(() => realNow() - 3 * 3_600_000);
-          expect((await lock.claim("skew", LEASE_MS)).status).toBe("held");
+          expect((await lock.claim("skew-ahead", LEASE_MS)).status).toBe("held");
+          const lapsing = won(await lock.claim("skew-behind", LEASE_MS));
           await sleep(LEASE_MS + 20);
-          const second = won(await lock.claim("skew", LEASE_MS));
-          expect(second.fencingId).toBe(2);
+          const second = won(await lock.claim("skew-behind", LEASE_MS));
+          expect(second.fencingId).toBe(lapsing.fencingId + 1);
         } finally {
           skew.mockRestore();
         }

@@ -30,8 +30,9 @@ describe("RedisLock when the connection is lost mid-run", () => {
     const client = new Redis(server.port, "127.0.0.1", {
       maxRetriesPerRequest: 0,
       enableOfflineQueue: false,
-      // Slow enough that a call made between the drop and the reconnect meets no connection.
-      retryStrategy: () => 300,
+      // Slow enough that a call made between the drop and the reconnect meets no connection,
+      // even on a busy machine that takes a few hundred ms to get there.
+      retryStrategy: () => 1_000,
     });
     const admin = new Redis(server.port, "127.0.0.1");
     await until(() => client.status === "ready", "ioredis to connect");

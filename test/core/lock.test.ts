@@ -350,16 +350,29 @@ describe("mutex", () => {
 
 describe("heartbeat", () => {
   it("keeps a long body's claim alive past its lease", async () => {
-    const backend = new InMemoryLock({ ttlMs: TTL });
-    const logger = captureLogger();
-    let probe: string | undefined;
-    await lock("long", { backend, leaseMs: 60, heartbeat: { everyMs: 15 }, logger }, async () => {
-      await new Promise((r) => setTimeout(r, 200));
-      probe = (await backend.claim("long", 60)).status;
-    });
-    expect(probe).toBe("held");
-    expect((await backend.claim("long", 60)).status).toBe("done");
-    expect(logger.lines).toEqual([]);
+    // Fake timers and clock: with real ones, a busy machine that runs no renewal for 60 ms
+    // would lapse the lease and fail this test, though the heartbeat did its job.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const backend = new InMemoryLock({ ttlMs: TTL, now: () => Date.now() });
+      const logger = captureLogger();
+      let probe: string | undefined;
+      const run = lock(
+        "long",
+        { backend, leaseMs: 60, heartbeat: { everyMs: 15 }, logger },
+        async () => {
+          await new Promise((r) => setTimeout(r, 200));
+          probe = (await backend.claim("long", 60)).status;
+        },
+      );
+      await vi.advanceTimersByTimeAsync(200);
+      await run;
+      expect(probe).toBe("held");
+      expect((await backend.claim("long", 60)).status).toBe("done");
+      expect(logger.lines).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("aborts the body's signal and logs when another holder took the key over", async () => {

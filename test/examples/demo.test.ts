@@ -1,11 +1,17 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
 import { findOrStartRedis, type RedisServer } from "../harness/redis.js";
 
 const run = promisify(execFile);
 const FLAGS = ["--import", "tsx", "--import", "./scripts/text-loader.mjs", "examples/demo/main.ts"];
+// A demo run takes 5-15 s on an idle machine and several times that on a busy one (two more
+// processes compile with tsx, a cold emulator's first writes take seconds): these bounds only
+// catch a hang. Each test's timeout leaves room for its run and, where it starts one, for
+// the emulator's start.
+const DEMO_TIMEOUT_MS = 120_000;
+vi.setConfig({ testTimeout: DEMO_TIMEOUT_MS + 10_000 });
 
 async function demo(
   args: string[],
@@ -13,7 +19,7 @@ async function demo(
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, [...FLAGS, ...args], {
-      timeout: 60_000,
+      timeout: DEMO_TIMEOUT_MS,
       env: { ...process.env, ...env },
     });
     return { code: 0, stdout, stderr };
@@ -147,5 +153,5 @@ it.each([
       await emulator.stop();
     }
   },
-  120_000,
+  DEMO_TIMEOUT_MS + 70_000,
 );

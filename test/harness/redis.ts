@@ -93,7 +93,7 @@ export async function findOrStartRedis(): Promise<RedisServer | { reason: string
     }
     return { host, port, url: fromEnv, origin: "REDIS_URL", stop: async () => {} };
   }
-  if (await pingRedis("127.0.0.1", 6379)) {
+  if (await pingRedis("127.0.0.1", 6379, 2000)) {
     return {
       host: "127.0.0.1",
       port: 6379,
@@ -129,7 +129,7 @@ export async function startRedisServer(
   const boot = async () => {
     const started = startServer(port, extra);
     try {
-      await waitFor(() => pingRedis("127.0.0.1", port), 5000, "redis-server");
+      await waitFor(() => pingRedis("127.0.0.1", port), 15_000, "redis-server");
     } catch (error) {
       await stopChild(started);
       throw error;
@@ -181,7 +181,7 @@ export async function startRedisCluster(): Promise<RedisClusterServers> {
   };
   try {
     for (const port of ports) {
-      await waitFor(() => pingRedis("127.0.0.1", port), 5000, `cluster node ${port}`);
+      await waitFor(() => pingRedis("127.0.0.1", port), 15_000, `cluster node ${port}`);
     }
     await run("redis-cli", [
       "--cluster",

@@ -28,7 +28,7 @@ export interface PgRun {
 
 export async function startPostgres(): Promise<Available<PgRun>> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 10_000 });
   try {
     await admin.connect();
   } catch (error) {
@@ -71,7 +71,7 @@ export async function startMysql(): Promise<Available<MysqlRun>> {
   const adminUrl = process.env.MYSQL_URL ?? "mysql://root@127.0.0.1:3306/";
   let admin: mysql.Connection;
   try {
-    admin = await mysql.createConnection({ uri: adminUrl, connectTimeout: 3000 });
+    admin = await mysql.createConnection({ uri: adminUrl, connectTimeout: 10_000 });
   } catch (error) {
     return unavailable("MySQL/MariaDB", `${adminUrl}: ${(error as Error).message}`);
   }

@@ -20,7 +20,10 @@ export function planHeartbeat(
   leaseMs: number,
 ): HeartbeatPlan | undefined {
   if (heartbeat === undefined || heartbeat === false) return undefined;
-  if (heartbeat !== true && (heartbeat === null || typeof heartbeat !== "object")) {
+  if (
+    heartbeat !== true &&
+    (heartbeat === null || typeof heartbeat !== "object" || Array.isArray(heartbeat))
+  ) {
     throw new InvalidConfiguration(
       `heartbeat must be true, false or { everyMs?, maxHoldMs? }, got ${describe(heartbeat)}`,
     );
@@ -29,8 +32,9 @@ export function planHeartbeat(
     throw new InvalidConfiguration("heartbeat needs a backend with renew(); this backend has none");
   }
   const options: HeartbeatOptions = heartbeat === true ? {} : (heartbeat as HeartbeatOptions);
-  const everyMs = options.everyMs ?? Math.max(1, Math.floor(leaseMs / 3));
-  const maxHoldMs = options.maxHoldMs ?? DEFAULT_MAX_HOLD_MS;
+  const everyMs =
+    options.everyMs === undefined ? Math.max(1, Math.floor(leaseMs / 3)) : options.everyMs;
+  const maxHoldMs = options.maxHoldMs === undefined ? DEFAULT_MAX_HOLD_MS : options.maxHoldMs;
   assertPositiveMs("heartbeat.everyMs", everyMs);
   assertPositiveMs("heartbeat.maxHoldMs", maxHoldMs);
   if (everyMs >= leaseMs) {

@@ -24,9 +24,9 @@ export function resolveLockOptions(where: string, options: unknown): ResolvedLoc
   return readingOptions(where, () => {
     const o = optionsObject(where, options, false);
     const backend = backendOption(where, o.backend);
-    const leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
+    const leaseMs = o.leaseMs === undefined ? DEFAULT_LEASE_MS : o.leaseMs;
     assertPositiveMs("leaseMs", leaseMs);
-    const waitMs = o.waitMs ?? 0;
+    const waitMs = o.waitMs === undefined ? 0 : o.waitMs;
     assertNonNegativeMs("waitMs", waitMs);
     return {
       backend,

@@ -12,6 +12,7 @@ import express from "express";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
+import { InvalidConfiguration } from "../../src/core/errors.js";
 import type { Logger } from "../../src/core/types.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
 import { hostileThrows } from "../helpers/hostile.js";
@@ -354,5 +355,105 @@ describe("adversarial pull messages", () => {
   it(`random seed for ${RANDOM_MS / 1000} s`, async () => {
     await fc.assert(property, runs(100_000, undefined, RANDOM_MS));
     expect(escaped).toEqual([]);
+  });
+});
+
+/** Independent statements of the option rules the README gives. */
+const MAX_MS = 2 ** 31 - 1;
+const wholeMs = (v: unknown, min: number) =>
+  typeof v === "number" && Number.isSafeInteger(v) && v >= min && v <= MAX_MS;
+const optionRules: Record<string, (v: unknown) => boolean> = {
+  leaseMs: (v) => v === undefined || wholeMs(v, 1),
+  waitMs: (v) => v === undefined || wholeMs(v, 0),
+  allowUnguarded: (v) => v === undefined || typeof v === "boolean",
+  heartbeat: (v) => {
+    if (v === undefined || typeof v === "boolean") return true;
+    if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+    const { everyMs, maxHoldMs } = v as Record<string, unknown>;
+    return (
+      (everyMs === undefined || (wholeMs(everyMs, 1) && (everyMs as number) < 15 * 60_000)) &&
+      (maxHoldMs === undefined || wholeMs(maxHoldMs, 1))
+    );
+  },
+  key: (v) => v === undefined || typeof v === "function",
+  onDuplicate: (v) => v === undefined || typeof v === "function",
+  logger: (v) =>
+    v === undefined ||
+    (typeof v === "object" &&
+      v !== null &&
+      ["info", "warn", "error"].every(
+        (level) => typeof (v as Record<string, unknown>)[level] === "function",
+      )),
+  maxBodyBytes: (v) =>
+    v === undefined || (typeof v === "number" && Number.isSafeInteger(v) && v > 0),
+};
+const hostileValue = fc.oneof(
+  fc.anything(),
+  fc.constantFrom<unknown>(
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    -1,
+    0,
+    1.5,
+    MAX_MS,
+    MAX_MS + 1,
+    Number.MAX_SAFE_INTEGER,
+    "false",
+    "10",
+    null,
+    true,
+    false,
+    Symbol("x"),
+    () => {},
+    { info() {}, warn() {}, error() {} },
+    { info: "x", warn() {}, error() {} },
+    { everyMs: 1_000 },
+    { everyMs: 15 * 60_000 },
+    { maxHoldMs: -1 },
+    [],
+    10n,
+  ),
+);
+
+describe("hostile options on every surface", () => {
+  const surfaces = {
+    idempotent: (o: never) => idempotent(o, () => {}),
+    idempotentHttp: (o: never) => idempotentHttp(o, () => {}),
+    idempotentMessage: (o: never) => idempotentMessage(o, () => {}),
+  };
+  const property = fc.property(
+    fc.constantFrom(...Object.keys(optionRules)),
+    hostileValue,
+    fc.constantFrom(...(Object.keys(surfaces) as (keyof typeof surfaces)[])),
+    (name, value, surface) => {
+      const options = { backend: new InMemoryLock(), [name]: value } as never;
+      // maxBodyBytes is idempotentHttp's own; the others ignore it as an unknown name.
+      const valid =
+        name === "maxBodyBytes" && surface !== "idempotentHttp"
+          ? true
+          : (optionRules[name] as (v: unknown) => boolean)(value);
+      let error: unknown;
+      try {
+        surfaces[surface](options);
+      } catch (e) {
+        error = e;
+      }
+      if (valid) {
+        expect(error).toBeUndefined();
+      } else {
+        expect(error).toBeInstanceOf(InvalidConfiguration);
+        expect((error as Error).message).toContain(name);
+      }
+    },
+  );
+  it("fixed seed", () => {
+    fc.assert(property, { numRuns: 2_000, seed: SEED });
+  });
+  it(`random seed for ${RANDOM_MS / 1000} s`, () => {
+    fc.assert(property, {
+      numRuns: 1_000_000,
+      interruptAfterTimeLimit: RANDOM_MS,
+      markInterruptAsFailure: false,
+    });
   });
 });

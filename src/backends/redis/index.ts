@@ -19,6 +19,7 @@ import {
 } from "./adapter.js";
 import claimLua from "./claim.lua";
 import completeLua from "./complete.lua";
+import preludeLua from "./prelude.lua";
 import releaseLua from "./release.lua";
 import renewLua from "./renew.lua";
 
@@ -73,10 +74,13 @@ const MAX_PREFIX_LENGTH = 128;
 // Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: the caps
 // (MAX_LEASE_MS, MAX_TTL_MS) keep the sum an exact integer far below 2^53.
 
-const CLAIM = script(claimLua);
-const COMPLETE = script(completeLua);
-const RELEASE = script(releaseLua);
-const RENEW = script(renewLua);
+// Each script is prelude.lua (int(), now_ms()) followed by the verb's own file, assembled once
+// here; the SHA is that of the assembled text, so EVALSHA/EVAL send and cache exactly it.
+const withPrelude = (body: string): Script => script(`${preludeLua}\n${body}`);
+const CLAIM = withPrelude(claimLua);
+const COMPLETE = withPrelude(completeLua);
+const RELEASE = withPrelude(releaseLua);
+const RENEW = withPrelude(renewLua);
 
 /**
  * Redis backend: one hash per key, each verb one Lua script (one EVALSHA round trip),

@@ -1,6 +1,9 @@
 -- MySQL/MariaDB DDL for SqlLock. {{table}} is the validated table, {{index}} the index name.
 -- The key is VARBINARY so comparisons are byte-exact: no PAD SPACE, no case folding.
--- Times are epoch milliseconds in the server's clock.
+-- Times are epoch milliseconds in the server's clock. No parameters, no result.
+-- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
+--   none: the record every row reads and writes (key, state, fencing_id, lease_expires_at,
+--   expires_at, token).
 CREATE TABLE IF NOT EXISTS {{table}} (
   `key` VARBINARY(1024) NOT NULL,
   state VARCHAR(16) NOT NULL,

@@ -1,5 +1,9 @@
 -- Read a record right after claim.sql (both autocommit). The token tells whether this call
 -- won: only the winner's token is in the row, and only the winner moves it on, so a row
 -- bearing it carries the winner's fence and lease.
--- ? key (bytes). Returns state, fencing_id, lease_expires_at, token (or no row).
+-- ? key (bytes). Returns state, fencing_id, lease_expires_at, token (or no row); the claim
+-- was won iff token is that claim's token.
+-- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
+--   the claim rows, with claim.sql: that statement decides, this one reads the answer (won,
+--   held or done).
 SELECT state, fencing_id, lease_expires_at, token FROM {{table}} WHERE `key` = ?

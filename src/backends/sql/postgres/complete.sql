@@ -1,7 +1,10 @@
 -- Complete a claim: claimed → done (expires_at = now + ttl); a done row with the same fence
 -- is a retried complete and stays as it is. No lease guard.
 -- $1 key (text), $2 fencing id (bigint), $3 ttl ms (bigint).
--- Returns one row when the fence matched a live record, none when fenced out.
+-- Returns one row (ok) when the fence matched a live record, none when fenced out.
+-- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
+--   claimed → complete (fence matches: done, true; fence stale: false); done → complete (fence
+--   matches: a retried complete, true; fence stale: false).
 UPDATE {{table}} AS r SET
   state = 'done',
   expires_at = CASE WHEN r.state = 'claimed' THEN n.now + $3::bigint ELSE r.expires_at END

@@ -1,4 +1,7 @@
--- Renew a live claim. @key key, @fence fencing id, @lease lease ms, @ttl ttl ms. Read changes (1 or 0).
+-- Renew a live claim: lease_expires_at = now + lease, expires_at = that + ttl.
+-- @key key, @fence fencing id, @lease lease ms, @ttl ttl ms. Read changes (1 renewed, 0 not).
+-- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
+--   claimed → renew (fence matches: true; fence stale: false); done → renew (false).
 UPDATE {{table}} SET
   lease_expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + @lease,
   expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + @lease + @ttl

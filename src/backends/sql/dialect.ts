@@ -1,0 +1,67 @@
+/**
+ * The one interface every SQL dialect implements. A dialect is a folder under
+ * `src/backends/sql/`: its `.sql` files and one module exporting a {@link Dialect}.
+ * `SqlLock` keeps validation, retries, error wrapping and the row → outcome mapping; the
+ * dialect knows its driver's calls, its parameters and its round trips.
+ */
+import type { SqlClient, SqlDialect } from "./index.js";
+
+/** A record as a claim statement returns it; SqlLock turns it into a ClaimOutcome. */
+export interface SqlRow {
+  state: unknown;
+  fencing_id: unknown;
+  lease_expires_at: unknown;
+  token: unknown;
+}
+
+/** A dialect bound to one client and its rendered statements: one method per verb. */
+export interface DialectSession {
+  /** Run the rendered `schema.sql` (plus whatever the dialect sets up with it). */
+  ensureSchema(): Promise<void>;
+  /**
+   * Claim `key` with this call's random `token`; resolves to the record as it stands after
+   * the claim (this call won iff its token is in it), or undefined when no row came back.
+   */
+  claim(key: string, leaseMs: number, ttlMs: number, token: string): Promise<SqlRow | undefined>;
+  /** True when the fence matched a live record (now done, or already done). */
+  complete(key: string, fencingId: number, ttlMs: number): Promise<boolean>;
+  /** Ends the lease and raises the fence; a no-op when fenced out. */
+  release(key: string, fencingId: number, ttlMs: number): Promise<void>;
+  /** True when the claim is still live and now runs until now + lease. */
+  renew(key: string, fencingId: number, leaseMs: number, ttlMs: number): Promise<boolean>;
+  /** Deletes one batch (at most `{{purgeBatch}}` rows) of expired records; resolves to the count. */
+  purgeBatch(): Promise<number>;
+  /** Forget whatever was cached for the client (prepared statements); the client stays open. */
+  close(): void;
+}
+
+/** One SQL dialect: what SqlLock validates against, and how it runs each verb. */
+export interface Dialect {
+  /** The `dialect` option's value, and the `backend` a BackendError names. */
+  readonly name: SqlDialect;
+  /**
+   * Methods a client must have to be detected as this dialect's driver. Detection tries the
+   * most specific shape first (see `DETECTION_ORDER` in index.ts).
+   */
+  readonly detectBy: readonly string[];
+  /** Methods a client must have to be used with this dialect. */
+  readonly needs: readonly string[];
+  /** Appended to the error when a method is missing, e.g. which flavour of the driver to use. */
+  readonly needsHint: string;
+  /** True when a table may be written `schema.table`. */
+  readonly schemaQualified: boolean;
+  /** Quote one identifier that already passed validation. */
+  quote(identifier: string): string;
+  /**
+   * The `.sql` templates by name; `schema` is the DDL. Placeholders: `{{table}}` (the quoted
+   * table), `{{index}}` (the quoted index name), `{{purgeBatch}}` (rows per purge batch).
+   */
+  readonly templates: Readonly<Record<string, string>>;
+  /** A deadlock, serialization failure or busy database: a claim may retry it. */
+  isTransient(error: object): boolean;
+  /** Bind the dialect to a client (already checked against `needs`) and rendered statements. */
+  open(client: SqlClient, statements: Statements): DialectSession;
+}
+
+/** Rendered statements by template name; throws for a name the dialect has no template for. */
+export type Statements = (name: string) => string;

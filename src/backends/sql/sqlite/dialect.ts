@@ -1,0 +1,122 @@
+/**
+ * The SQLite dialect (better-sqlite3): statements prepared once per lock; a claim reads
+ * first and writes only when no live record answers it.
+ */
+import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
+import type { SqlClient } from "../index.js";
+import claim from "./claim.sql";
+import complete from "./complete.sql";
+import peek from "./peek.sql";
+import purge from "./purge.sql";
+import release from "./release.sql";
+import renew from "./renew.sql";
+import schema from "./schema.sql";
+
+/**
+ * The part of a better-sqlite3 `Database` SqlLock uses.
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import type { SqliteDatabaseLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const client: SqliteDatabaseLike = new Database("idempotency.db");
+ * ```
+ */
+export interface SqliteDatabaseLike {
+  /** Compile a statement; SqlLock prepares each one once and reuses it. */
+  prepare(source: string): SqliteStatementLike;
+  /** Run SQL text (`ensureSchema`). */
+  exec(source: string): unknown;
+  /** Read or set a pragma (`busy_timeout`, and `journal_mode = WAL` in `ensureSchema`). */
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  /** True for an in-memory database, which keeps its own journal mode. */
+  readonly memory?: boolean;
+}
+/**
+ * The part of a better-sqlite3 `Statement` SqlLock uses.
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import type { SqliteStatementLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const statement: SqliteStatementLike = new Database(":memory:").prepare("SELECT 1 AS one");
+ * console.log(statement.get()); // { one: 1 }
+ * ```
+ */
+export interface SqliteStatementLike {
+  /** Run a write with named parameters; `changes` counts the rows it changed. */
+  run(...params: unknown[]): {
+    /** Rows inserted, updated or deleted. */
+    changes: number;
+  };
+  /** Run a query with named parameters; resolves to its first row or undefined. */
+  get(...params: unknown[]): unknown;
+}
+
+/** busy_timeout set on a SQLite connection that has none, so BEGIN IMMEDIATE waits. */
+const SQLITE_BUSY_MS = 5000;
+
+export const sqlite: Dialect = {
+  name: "sqlite",
+  detectBy: ["prepare", "pragma"],
+  needs: ["prepare", "exec", "pragma"],
+  needsHint: "",
+  schemaQualified: false,
+  quote: (identifier) => `"${identifier}"`,
+  templates: { schema, peek, claim, complete, release, renew, purge },
+  isTransient(error) {
+    const { code } = error as { code?: unknown };
+    return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+  },
+  open(client: SqlClient, sql: Statements): DialectSession {
+    const db = client as SqliteDatabaseLike;
+    const statements = new Map<string, SqliteStatementLike>();
+    let ready = false;
+    const prepareConnection = (): void => {
+      if (ready) return;
+      // Without a busy timeout a second writer fails at once instead of waiting its turn.
+      if (db.pragma("busy_timeout", { simple: true }) === 0) {
+        db.pragma(`busy_timeout = ${SQLITE_BUSY_MS}`);
+      }
+      ready = true;
+    };
+    const statement = (name: string): SqliteStatementLike => {
+      prepareConnection();
+      let prepared = statements.get(name);
+      if (prepared === undefined) {
+        prepared = db.prepare(sql(name));
+        statements.set(name, prepared);
+      }
+      return prepared;
+    };
+    return {
+      async ensureSchema() {
+        // WAL lets several processes share the file; an in-memory database has no journal.
+        if (db.memory !== true) db.pragma("journal_mode = WAL");
+        prepareConnection();
+        db.exec(sql("schema"));
+      },
+      async claim(key, lease, ttl, token) {
+        return (statement("peek").get({ key }) ??
+          statement("claim").get({ key, lease, ttl, token })) as SqlRow | undefined;
+      },
+      async complete(key, fence, ttl) {
+        return statement("complete").run({ key, fence, ttl }).changes > 0;
+      },
+      async release(key, fence, ttl) {
+        statement("release").run({ key, fence, ttl });
+      },
+      async renew(key, fence, lease, ttl) {
+        return statement("renew").run({ key, fence, lease, ttl }).changes > 0;
+      },
+      async purgeBatch() {
+        return statement("purge").run().changes;
+      },
+      close() {
+        statements.clear();
+      },
+    };
+  },
+};

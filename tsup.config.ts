@@ -5,6 +5,7 @@ export default defineConfig({
   entry: {
     index: "src/index.ts",
     "testing/index": "src/testing/index.ts",
+    "testing/vitest": "src/testing/vitest.ts",
     "firestore/index": "src/backends/firestore/index.ts",
     "datastore/index": "src/backends/datastore/index.ts",
     "sql/index": "src/backends/sql/index.ts",
@@ -18,5 +19,6 @@ export default defineConfig({
   splitting: true,
   treeshake: true,
   loader: { ".lua": "text", ".sql": "text" },
+  // Only the /testing/vitest entry imports vitest (an optional peer).
   external: ["vitest"],
 });

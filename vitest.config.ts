@@ -23,6 +23,7 @@ export default defineConfig({
     alias: [
       { find: /^gcp-pubsub-idempotency$/, replacement: src("index.ts") },
       { find: /^gcp-pubsub-idempotency\/testing$/, replacement: src("testing/index.ts") },
+      { find: /^gcp-pubsub-idempotency\/testing\/vitest$/, replacement: src("testing/vitest.ts") },
       {
         find: /^gcp-pubsub-idempotency\/(redis|sql|datastore|firestore)$/,
         replacement: src("backends/$1/index.ts"),

@@ -1,8 +1,86 @@
-import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../core/types.js";
 import { lock, mutex } from "../core/verbs.js";
+import { expect } from "./expect.js";
 import { warmUpBackend } from "./warm-up.js";
+
+/**
+ * The test runner the contract suite registers its cases with: `describe`, `it` with a
+ * per-case timeout in ms, and `beforeAll` (the warm-up) with its own timeout. vitest's and
+ * jest's `{ describe, it, beforeAll }` fit as they are; for `node:test` use
+ * {@link nodeTestRunner}. The suite itself asserts with `node:assert`, so it loads no runner.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock } from "gcp-pubsub-idempotency";
+ * import { describeBackendContract, type TestRunner } from "gcp-pubsub-idempotency/testing";
+ * import { beforeAll, describe, it } from "vitest"; // or "@jest/globals"
+ *
+ * const runner: TestRunner = { describe, it, beforeAll };
+ * describeBackendContract({ name: "memory", create: ({ ttlMs }) => new InMemoryLock({ ttlMs }) }, runner);
+ * ```
+ */
+export interface TestRunner {
+  /** Register a group; `body` registers its cases synchronously. */
+  describe(name: string, body: () => void): unknown;
+  /** Register a case that fails when `body` rejects or runs longer than `timeoutMs`. */
+  it(name: string, body: () => Promise<void>, timeoutMs: number): unknown;
+  /** Run `body` once before the first case of the enclosing group, within `timeoutMs`. */
+  beforeAll(body: () => Promise<void>, timeoutMs: number): unknown;
+}
+
+/**
+ * The parts of `node:test` that {@link nodeTestRunner} uses (the module itself fits).
+ *
+ * @example
+ * ```ts
+ * import * as test from "node:test";
+ * import type { NodeTestFunctions } from "gcp-pubsub-idempotency/testing";
+ *
+ * const functions: NodeTestFunctions = test;
+ * ```
+ */
+export interface NodeTestFunctions {
+  /** `node:test`'s `describe`. */
+  describe(name: string, fn: () => void): unknown;
+  /** `node:test`'s `it`, called as `it(name, { timeout }, fn)`. */
+  it(name: string, options: { timeout: number }, fn: () => Promise<void>): unknown;
+  /** `node:test`'s `before`, called as `before(fn, { timeout })`. */
+  before(fn: () => Promise<void>, options: { timeout: number }): unknown;
+}
+
+/**
+ * A {@link TestRunner} over `node:test`: each case's timeout goes in its options, and the
+ * warm-up runs in `before`. Run the file with `node --test` (plus a TypeScript loader such as
+ * `--import tsx` for a .ts file).
+ *
+ * @example
+ * ```ts
+ * import * as test from "node:test";
+ * import { InMemoryLock } from "gcp-pubsub-idempotency";
+ * import { describeBackendContract, nodeTestRunner } from "gcp-pubsub-idempotency/testing";
+ *
+ * describeBackendContract(
+ *   { name: "InMemoryLock", create: ({ ttlMs }) => new InMemoryLock({ ttlMs }) },
+ *   nodeTestRunner(test),
+ * );
+ * ```
+ */
+export function nodeTestRunner(test: NodeTestFunctions): TestRunner {
+  return {
+    describe: (name, body) => test.describe(name, body),
+    it: (name, body, timeoutMs) => test.it(name, { timeout: timeoutMs }, body),
+    beforeAll: (body, timeoutMs) => test.before(body, { timeout: timeoutMs }),
+  };
+}
+
+/** The runner's globals (jest's default, vitest with `globals: true`), if they are there. */
+function globalRunner(): TestRunner | undefined {
+  const { describe, it, beforeAll } = globalThis as Record<string, unknown>;
+  if (typeof describe !== "function" || typeof it !== "function") return undefined;
+  if (typeof beforeAll !== "function") return undefined;
+  return { describe, it, beforeAll } as TestRunner;
+}
 
 /**
  * What the contract suite needs to know about a backend under test.
@@ -68,14 +146,19 @@ function won(outcome: ClaimOutcome): Claim {
 
 /**
  * Register the backend contract: every row of the record state machine plus the
- * scenarios every backend must survive. Call it at the top level of a vitest test file
- * (it registers `describe` blocks); `vitest` is an optional peer dependency of this subpath.
+ * scenarios every backend must survive. Call it at the top level of a test file: it registers
+ * `describe` blocks and cases with `runner` (see {@link TestRunner}; {@link nodeTestRunner}
+ * for `node:test`). Without a runner it uses the global `describe`, `it` and `beforeAll`
+ * (jest, or vitest with `globals: true`), and throws a TypeError when there are none; under
+ * vitest, `describeBackendContract` from `gcp-pubsub-idempotency/testing/vitest` passes
+ * vitest's own. The cases assert with `node:assert`.
  *
  * @example
  * ```ts
  * import { RedisLock } from "gcp-pubsub-idempotency/redis";
  * import { describeBackendContract } from "gcp-pubsub-idempotency/testing";
  * import { Redis } from "ioredis";
+ * import { beforeAll, describe, it } from "vitest"; // or "@jest/globals"
  *
  * const client = new Redis("redis://127.0.0.1:6379");
  * describeBackendContract({
@@ -83,10 +166,21 @@ function won(outcome: ClaimOutcome): Claim {
  *   create: ({ ttlMs }) => new RedisLock({ client, ttlMs, prefix: `test-${Date.now()}:` }),
  *   leaseMs: 150, // short leases against the store's real clock
  *   latencyFactor: 10, // but at least 10 times its slowest call while warming up
- * });
+ * }, { describe, it, beforeAll });
  * ```
  */
-export function describeBackendContract(target: BackendContractTarget): void {
+export function describeBackendContract(
+  target: BackendContractTarget,
+  runner: TestRunner | undefined = globalRunner(),
+): void {
+  if (!runner) {
+    throw new TypeError(
+      "describeBackendContract needs a test runner: pass { describe, it, beforeAll } " +
+        "(nodeTestRunner(test) for node:test), or under vitest import it from " +
+        '"gcp-pubsub-idempotency/testing/vitest"',
+    );
+  }
+  const { describe, it, beforeAll } = runner;
   const givenLeaseMs = target.leaseMs ?? 150;
   const givenTtlMs = target.ttlMs ?? givenLeaseMs * 4;
   const latencyFactor = target.latencyFactor ?? 10;
@@ -96,7 +190,7 @@ export function describeBackendContract(target: BackendContractTarget): void {
   const maxLeaseMs = Math.max(givenLeaseMs, MAX_SIZED_LEASE_MS);
   // Room for a case to wait out the ttl of the largest sized lease, and a slow store's calls.
   const caseTimeoutMs =
-    30_000 + Math.round((givenTtlMs * maxLeaseMs) / givenLeaseMs) + 2 * maxLeaseMs;
+    DEFAULT_CASE_TIMEOUT_MS + Math.round((givenTtlMs * maxLeaseMs) / givenLeaseMs) + 2 * maxLeaseMs;
   // Set by the warm-up before the first case; every case reads them when it runs.
   let leaseMs = givenLeaseMs;
   let ttlMs = givenTtlMs;
@@ -432,7 +526,7 @@ export function describeBackendContract(target: BackendContractTarget): void {
       );
     });
 
-    describeKeyAndLimitCases(target, { freshKey, withBackend });
+    describeKeyAndLimitCases(target, runner, { freshKey, withBackend });
   });
 }
 
@@ -442,6 +536,7 @@ export function describeBackendContract(target: BackendContractTarget): void {
  */
 function describeKeyAndLimitCases(
   target: BackendContractTarget,
+  { describe, it }: TestRunner,
   helpers: {
     freshKey: (label: string) => string;
     withBackend: (title: string, fn: (backend: LockBackend) => Promise<void>) => void;
@@ -598,35 +693,39 @@ function describeKeyAndLimitCases(
       },
     );
 
-    it("the longest lease (MAX_LEASE_MS) under the longest ttl (MAX_TTL_MS) reads back", async () => {
-      const b = await target.create({ ttlMs: MAX_TTL_MS });
-      try {
-        const key = freshKey("max");
-        const claim = won(await b.claim(key, MAX_LEASE_MS));
-        expect(claim.fencingId).toBe(1);
-        expect(Number.isSafeInteger(claim.leaseExpiresAt)).toBe(true);
-        expect(await b.claim(key, MAX_LEASE_MS)).toEqual({
-          status: "held",
-          leaseExpiresAt: claim.leaseExpiresAt,
-        });
-        if (b.renew) expect(await b.renew(claim, MAX_LEASE_MS)).toBe(true);
-        expect((await b.claim(key, 1)).status).toBe("held");
-        expect(await b.complete(claim)).toBe(true);
-        expect(await b.claim(key, MAX_LEASE_MS)).toEqual({ status: "done" });
-        expect(await b.complete(claim)).toBe(true); // a retried complete reads it back too
+    it(
+      "the longest lease (MAX_LEASE_MS) under the longest ttl (MAX_TTL_MS) reads back",
+      async () => {
+        const b = await target.create({ ttlMs: MAX_TTL_MS });
+        try {
+          const key = freshKey("max");
+          const claim = won(await b.claim(key, MAX_LEASE_MS));
+          expect(claim.fencingId).toBe(1);
+          expect(Number.isSafeInteger(claim.leaseExpiresAt)).toBe(true);
+          expect(await b.claim(key, MAX_LEASE_MS)).toEqual({
+            status: "held",
+            leaseExpiresAt: claim.leaseExpiresAt,
+          });
+          if (b.renew) expect(await b.renew(claim, MAX_LEASE_MS)).toBe(true);
+          expect((await b.claim(key, 1)).status).toBe("held");
+          expect(await b.complete(claim)).toBe(true);
+          expect(await b.claim(key, MAX_LEASE_MS)).toEqual({ status: "done" });
+          expect(await b.complete(claim)).toBe(true); // a retried complete reads it back too
 
-        // Released: the record (lease now, expiry in ten years) is read back and reclaimed.
-        const other = freshKey("max-release");
-        const first = won(await b.claim(other, MAX_LEASE_MS));
-        await b.release(first);
-        const second = won(await b.claim(other, MAX_LEASE_MS));
-        expect(second.fencingId).toBe(first.fencingId + 2);
-        expect(await b.complete(second)).toBe(true);
-        expect(await b.claim(other, 1)).toEqual({ status: "done" });
-      } finally {
-        await b.close?.();
-      }
-    });
+          // Released: the record (lease now, expiry in ten years) is read back and reclaimed.
+          const other = freshKey("max-release");
+          const first = won(await b.claim(other, MAX_LEASE_MS));
+          await b.release(first);
+          const second = won(await b.claim(other, MAX_LEASE_MS));
+          expect(second.fencingId).toBe(first.fencingId + 2);
+          expect(await b.complete(second)).toBe(true);
+          expect(await b.claim(other, 1)).toEqual({ status: "done" });
+        } finally {
+          await b.close?.();
+        }
+      },
+      DEFAULT_CASE_TIMEOUT_MS,
+    );
   });
 }
 
@@ -634,6 +733,8 @@ const silent = { info() {}, warn() {}, error() {} };
 
 /** The sized short lease never goes past this (unless `leaseMs` itself does). */
 const MAX_SIZED_LEASE_MS = 5_000;
+/** A case that never waits out a lease (no `advance`) has this long. */
+const DEFAULT_CASE_TIMEOUT_MS = 30_000;
 /** A cold emulator's first writes take seconds on a busy machine. */
 const WARM_UP_TIMEOUT_MS = 120_000;
 

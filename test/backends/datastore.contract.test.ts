@@ -8,7 +8,7 @@ import {
 import { InProgress } from "../../src/core/errors.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
-import { describeBackendContract, warmUpBackend } from "../../src/testing/index.js";
+import { describeBackendContract, warmUpBackend } from "../../src/testing/vitest.js";
 import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
 import { describeHostileKeys } from "./hostile-keys.js";
 

@@ -1,5 +1,5 @@
 import { InMemoryLock } from "../../src/index.js";
-import { createFakeClock, describeBackendContract } from "../../src/testing/index.js";
+import { createFakeClock, describeBackendContract } from "../../src/testing/vitest.js";
 
 const clock = createFakeClock();
 

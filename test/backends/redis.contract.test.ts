@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock, type RedisScriptClient } from "../../src/backends/redis/index.js";
 import { MAX_LEASE_MS, MAX_TTL_MS } from "../../src/core/constants.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
-import { describeBackendContract } from "../../src/testing/index.js";
+import { describeBackendContract } from "../../src/testing/vitest.js";
 import {
   findOrStartRedis,
   freePort,

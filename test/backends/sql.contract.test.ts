@@ -7,7 +7,7 @@ import { type SqlDialect, SqlLock } from "../../src/backends/sql/index.js";
 import { BackendError, InvalidConfiguration } from "../../src/core/errors.js";
 import type { Claim, ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
-import { describeBackendContract } from "../../src/testing/index.js";
+import { describeBackendContract } from "../../src/testing/vitest.js";
 import { startMysql, startPostgres, startSqlite } from "../harness/sql.js";
 
 const here = fileURLToPath(new URL(".", import.meta.url));

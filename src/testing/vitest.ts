@@ -1,0 +1,54 @@
+/**
+ * Everything in `gcp-pubsub-idempotency/testing`, with a {@link describeBackendContract} that
+ * registers the contract suite with vitest. Needs vitest (an optional peer dependency); the
+ * plain `/testing` subpath loads without it.
+ *
+ * @module gcp-pubsub-idempotency/testing/vitest
+ */
+import { beforeAll, describe, it } from "vitest";
+import {
+  type BackendContractTarget,
+  describeBackendContract as describeWithRunner,
+  type TestRunner,
+} from "./contract.js";
+
+export * from "./index.js";
+
+/**
+ * vitest's `describe`, `it` and `beforeAll`, as a {@link TestRunner}.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock } from "gcp-pubsub-idempotency";
+ * import { describeBackendContract } from "gcp-pubsub-idempotency/testing";
+ * import { vitestRunner } from "gcp-pubsub-idempotency/testing/vitest";
+ *
+ * describeBackendContract(
+ *   { name: "memory", create: ({ ttlMs }) => new InMemoryLock({ ttlMs }) },
+ *   vitestRunner,
+ * );
+ * ```
+ */
+export const vitestRunner: TestRunner = { describe, it, beforeAll };
+
+/**
+ * Register the backend contract suite with vitest: `describeBackendContract` from
+ * `gcp-pubsub-idempotency/testing` with {@link vitestRunner} as the runner. Call it at the top
+ * level of a vitest test file.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock } from "gcp-pubsub-idempotency";
+ * import { createFakeClock, describeBackendContract } from "gcp-pubsub-idempotency/testing/vitest";
+ *
+ * const clock = createFakeClock();
+ * describeBackendContract({
+ *   name: "InMemoryLock (fake clock)",
+ *   create: ({ ttlMs }) => new InMemoryLock({ ttlMs, now: clock.now }),
+ *   advance: clock.advance,
+ * });
+ * ```
+ */
+export function describeBackendContract(target: BackendContractTarget): void {
+  describeWithRunner(target, vitestRunner);
+}

@@ -32,6 +32,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // Loopback only: the network guard in every worker, and METADATA_SERVER_DETECTION=none.
+    setupFiles: ["./test/harness/network-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     reporters: ["default", new SummaryReporter()],

@@ -30,6 +30,10 @@ DatastoreLock behind a round-robin proxy, and push subscriptions into it. Runs t
 scenarios side by side, then the crash storm, prints a table and writes
 functional/results/latest.json. Exit code 1 when any invariant is violated.
 
+Loopback only: the suite and its workers run under test/harness/network-guard.mjs, which
+refuses any connection or name lookup beyond 127.0.0.0/8, ::1 and localhost; a refusal
+in any of them fails the run.
+
 Options:
   --orders N        crash-storm orders, each published twice (default 1000)
   --lease-ms N      the workers' lease (default 5000: crashed holders are reclaimed in the run;
@@ -100,6 +104,14 @@ const runDir = join(root, ".tmp", "functional", run);
 const resultsDir = join(root, "functional", "results");
 mkdirSync(runDir, { recursive: true });
 mkdirSync(resultsDir, { recursive: true });
+
+function readWorkerLog(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return ""; // no fleet was started
+  }
+}
 
 const emulators: Emulator[] = [];
 const stops: (() => Promise<void>)[] = [];
@@ -404,6 +416,14 @@ try {
   process.exitCode = 1;
 } finally {
   await shutdown();
+  // The workers inherit the network guard, which prints each refusal to their stderr.
+  const refused = readWorkerLog(join(runDir, "workers.log"))
+    .split("\n")
+    .filter((line) => line.includes("network guard: refused"));
+  if (refused.length > 0) {
+    console.log(`VIOLATION: workers tried to reach beyond loopback:\n${refused.join("\n")}`);
+    process.exitCode = 1;
+  }
   say(`done; worker logs in ${runDir}`);
   // Client libraries can keep timers alive after close(); the verdict is already set.
   process.exit();

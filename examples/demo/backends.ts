@@ -34,9 +34,18 @@ export function sqlitePathFor(runId: string): string {
   return join(dir, `${runId}.db`);
 }
 
-/** A project named in the environment spares the client a metadata-server lookup. */
-function projectOption(): { projectId?: string } {
+/**
+ * The Google client's options. On the emulator (its *_EMULATOR_HOST set) the demo talks to
+ * loopback only: a project of its own unless one is named, and no GCE metadata-server lookup
+ * (google-auth-library would otherwise probe 169.254.169.254 for credentials the emulator
+ * does not need). Against your real project the client finds project and credentials itself.
+ */
+function googleOptions(emulatorHostVariable: string): { projectId?: string } {
   const projectId = process.env.GOOGLE_CLOUD_PROJECT ?? process.env.GCLOUD_PROJECT;
+  if (process.env[emulatorHostVariable]) {
+    process.env.METADATA_SERVER_DETECTION ??= "none";
+    return { projectId: projectId ?? "idempotency-demo" };
+  }
   return projectId ? { projectId } : {};
 }
 
@@ -114,7 +123,7 @@ export const BACKENDS = {
     async open(config) {
       // A namespace per run: the emulator's message ids restart, a run's records must not.
       const lock = new DatastoreLock({
-        ...projectOption(),
+        ...googleOptions("DATASTORE_EMULATOR_HOST"),
         namespace: `demo-${config.runId}`,
         ttlMs: 10 * 60_000,
       });
@@ -126,7 +135,7 @@ export const BACKENDS = {
     shared: true,
     async open(config) {
       const lock = new FirestoreLock({
-        ...projectOption(),
+        ...googleOptions("FIRESTORE_EMULATOR_HOST"),
         collection: `demo-${config.runId}`,
         ttlMs: 10 * 60_000,
       });

@@ -23,6 +23,19 @@ const ENV_VAR: Record<EmulatorMode, string> = {
 /** The project the clients name; every emulator accepts any. */
 export const PROJECT = "idempotency-test";
 
+/**
+ * The environment of loopback-only clients: google-auth-library looks for no GCE metadata
+ * server (a connect to 169.254.169.254 and a DNS query for metadata.google.internal otherwise),
+ * and gcloud neither checks for one (it does on a fresh config) nor for updates, nor reports
+ * usage. Set in this process when it starts an emulator, and in the gcloud child.
+ */
+export const LOOPBACK_ENV: Readonly<Record<string, string>> = {
+  METADATA_SERVER_DETECTION: "none",
+  CLOUDSDK_CORE_CHECK_GCE_METADATA: "false",
+  CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK: "true",
+  CLOUDSDK_CORE_DISABLE_USAGE_REPORTING: "true",
+};
+
 /** The gcloud arguments that start each emulator on `host`. */
 function startArgs(mode: EmulatorMode, host: string): string[] {
   if (mode === "pubsub") {
@@ -92,6 +105,8 @@ export async function startEmulator(
   options: { timeoutMs?: number } = {},
 ): Promise<Emulator> {
   const envVar = ENV_VAR[mode];
+  // Before the first client is made: the clients read it when they first connect.
+  process.env.METADATA_SERVER_DETECTION ??= LOOPBACK_ENV.METADATA_SERVER_DETECTION;
   const existing = process.env[envVar];
   if (existing) {
     if (!(await answers(existing))) {
@@ -105,7 +120,11 @@ export async function startEmulator(
   const started = Date.now();
   let output = "";
   let spawnError: Error | undefined;
-  const child = spawn("gcloud", args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("gcloud", args, {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...LOOPBACK_ENV },
+  });
   child.on("error", (error) => {
     spawnError = error;
   });

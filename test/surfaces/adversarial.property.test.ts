@@ -242,7 +242,6 @@ const pushProperty = (mount: () => Mount) =>
 const junkProperty = (mount: () => Mount) =>
   fc.asyncProperty(junk, async (j) => {
     const m = mount();
-    const before = successes.size;
     const { status } = await send(m, wrap(m, j.text || "null"), j.contentType);
     if (m.cloudEvent) {
       // The CloudEvent surface keys on the messageId alone and leaves the rest to the
@@ -251,8 +250,9 @@ const junkProperty = (mount: () => Mount) =>
       if (status < 400) expect(id !== undefined && successes.has(id)).toBe(true);
       return;
     }
+    // (No count of all successes here: a time-bounded run may leave a push of the previous
+    // property still in flight, and its success would land during this one.)
     expect(status).toBeGreaterThanOrEqual(400);
-    expect(successes.size).toBe(before);
     expect(runsForRefused).toBe(0);
   });
 

@@ -1,3 +1,5 @@
+import { describe } from "./describe.js";
+
 /**
  * Stable machine-readable codes, one per error class: match on `error.code` when
  * `instanceof` is unreliable (e.g. two copies of the package in one process).
@@ -265,27 +267,13 @@ export function asError(where: string, value: unknown): Error {
 
 /** A rendering of a thrown value that runs none of its code. */
 function render(value: unknown): string {
-  switch (typeof value) {
-    case "string":
-      return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
-    case "number":
-    case "boolean":
-    case "bigint":
-    case "undefined":
-      return String(value);
-    case "symbol":
-      return "a Symbol";
-    case "function":
-      return "a function";
-    default:
-      if (value === null) return "null";
-      try {
-        if (value instanceof Error) return "an Error whose properties cannot be read";
-      } catch {
-        // a Proxy whose getPrototypeOf trap throws
-      }
-      return "an object";
+  if (value === undefined || typeof value !== "object" || value === null) return describe(value);
+  try {
+    if (value instanceof Error) return "an Error whose properties cannot be read";
+  } catch {
+    // a Proxy whose getPrototypeOf trap throws
   }
+  return describe(value);
 }
 
 /** Quote a key for a message, shortened so a 1 KiB key does not flood a log line. */

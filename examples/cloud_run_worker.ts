@@ -22,8 +22,9 @@ export type Fulfil = (order: Order, idempotencyKey: string) => Promise<void>;
 
 export function createApp(backend: LockBackend, fulfil: Fulfil): express.Express {
   const app = express();
-  // Parse JSON here; the gateway also reads an unparsed body by itself.
-  app.use(express.json({ limit: "10mb" }));
+  // A body parser is optional (the gateway reads an unparsed body itself); one that is mounted
+  // must admit the largest push: 10 MB of data is about 13.4 MB as base64 inside the JSON.
+  app.use(express.json({ limit: "16mb" }));
   app.post(
     "/pubsub/push",
     idempotentHttp(

@@ -8,7 +8,7 @@ import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey, stringOption, ttlOption } from "../../core/validate.js";
 import { unlessLapsed } from "../shared/lease.js";
-import { clientOption, nameOption, readOptions } from "../shared/options.js";
+import { clientOption, googleProjectOptions, nameOption, readOptions } from "../shared/options.js";
 import {
   newToken,
   type ResolvedRetry,
@@ -171,10 +171,6 @@ const UNINDEXED = ["key", "state", "fencingId", "leaseExpiresAt", "token"];
 const KIND_PATTERN = /^(?!__.*__$)/s;
 /** A namespace: 1 to 100 of `[0-9A-Za-z._-]`, not `__…__` (reserved). */
 const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
-/** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
-const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
-/** A database id: `(default)` or a lowercase name. */
-const DATABASE_PATTERN = /^(?:\(default\)|[a-z][a-z0-9-]{0,62})$/;
 
 const ALREADY_EXISTS = 6;
 
@@ -249,18 +245,7 @@ export class DatastoreLock implements LockBackend {
       ["key", "get", "insert", "transaction"],
       "a @google-cloud/datastore Datastore",
     );
-    this.projectId = stringOption(
-      "projectId",
-      read.projectId,
-      PROJECT_PATTERN,
-      "a project id (1 to 100 printable ASCII characters, no spaces)",
-    );
-    this.databaseId = stringOption(
-      "databaseId",
-      read.databaseId,
-      DATABASE_PATTERN,
-      'a database id ("(default)", or lowercase letters, digits and hyphens, at most 63)',
-    );
+    ({ projectId: this.projectId, databaseId: this.databaseId } = googleProjectOptions(read));
     this.namespace = stringOption(
       "namespace",
       read.namespace,

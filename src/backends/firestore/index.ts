@@ -6,9 +6,9 @@
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, stringOption, ttlOption } from "../../core/validate.js";
+import { assertPositiveMs, assertValidKey, ttlOption } from "../../core/validate.js";
 import { unlessLapsed } from "../shared/lease.js";
-import { clientOption, nameOption, readOptions } from "../shared/options.js";
+import { clientOption, googleProjectOptions, nameOption, readOptions } from "../shared/options.js";
 import {
   newToken,
   type ResolvedRetry,
@@ -190,10 +190,6 @@ const PURGE_BATCH = 300;
 
 /** A collection id: one path segment, not `.`/`..`, not `__…__` (1,500 bytes checked apart). */
 const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
-/** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
-const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
-/** A database id: `(default)` or a lowercase name. */
-const DATABASE_PATTERN = /^(?:\(default\)|[a-z][a-z0-9-]{0,62})$/;
 
 /**
  * Firestore (native mode) as the store, without transactions: an absent key is claimed with
@@ -248,18 +244,7 @@ export class FirestoreLock implements LockBackend {
       ["collection"],
       "a @google-cloud/firestore (or firebase-admin) Firestore",
     );
-    this.projectId = stringOption(
-      "projectId",
-      read.projectId,
-      PROJECT_PATTERN,
-      "a project id (1 to 100 printable ASCII characters, no spaces)",
-    );
-    this.databaseId = stringOption(
-      "databaseId",
-      read.databaseId,
-      DATABASE_PATTERN,
-      'a database id ("(default)", or lowercase letters, digits and hyphens, at most 63)',
-    );
+    ({ projectId: this.projectId, databaseId: this.databaseId } = googleProjectOptions(read));
     this.collection =
       nameOption(
         "collection",

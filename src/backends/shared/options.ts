@@ -1,5 +1,5 @@
 import { InvalidConfiguration } from "../../core/errors.js";
-import { describe, optionsObject } from "../../core/validate.js";
+import { describe, optionsObject, stringOption } from "../../core/validate.js";
 
 // What every backend constructor shares: read the options once, check them before any I/O.
 
@@ -65,8 +65,8 @@ export function clientOption<T>(
 
 const encoder = new TextEncoder();
 
-/** Well-formed UTF-16: no lone surrogate (so the string has an exact UTF-8 form). */
-const WELL_FORMED = /^(?:[^\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
+/** A lone surrogate (no exact UTF-8 form). No repeated group: a long name cannot overflow the stack. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
  * A store name (kind, collection): a well-formed string without U+0000 whose UTF-8 form is
@@ -85,11 +85,37 @@ export function nameOption(
     typeof value !== "string" ||
     value.length === 0 ||
     value.includes("\0") ||
-    !WELL_FORMED.test(value) ||
     encoder.encode(value).length > maxBytes ||
+    LONE_SURROGATE.test(value) ||
     !pattern.test(value)
   ) {
     throw new InvalidConfiguration(`${name} must be ${allowed}, got ${describe(value)}`);
   }
   return value;
+}
+
+/** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
+const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
+/** A database id: `(default)` or a lowercase name. */
+const DATABASE_PATTERN = /^(?:\(default\)|[a-z][a-z0-9-]{0,62})$/;
+
+/** The `projectId` and `databaseId` options DatastoreLock and FirestoreLock share. */
+export function googleProjectOptions(read: { projectId?: unknown; databaseId?: unknown }): {
+  projectId: string | undefined;
+  databaseId: string | undefined;
+} {
+  return {
+    projectId: stringOption(
+      "projectId",
+      read.projectId,
+      PROJECT_PATTERN,
+      "a project id (1 to 100 printable ASCII characters, no spaces)",
+    ),
+    databaseId: stringOption(
+      "databaseId",
+      read.databaseId,
+      DATABASE_PATTERN,
+      'a database id ("(default)", or lowercase letters, digits and hyphens, at most 63)',
+    ),
+  };
 }

@@ -6,7 +6,11 @@ import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import type { Logger } from "../../src/core/types.js";
-import { idempotentHttp, type Req, type Res } from "../../src/surfaces/index.js";
+import {
+  type HttpRequestLike,
+  type HttpResponseLike,
+  idempotentHttp,
+} from "../../src/surfaces/index.js";
 import { pushBody } from "../../src/testing/push-simulator.js";
 import { captureLogger, gate, listen, post } from "./helpers.js";
 
@@ -19,7 +23,7 @@ afterEach(async () => {
   expect(unhandled).toEqual([]);
 });
 
-type Handler = (req: Req, res: Res) => Promise<void>;
+type Handler = (req: HttpRequestLike, res: HttpResponseLike) => Promise<void>;
 
 /** The same gateway mounted three ways; each returns the URL to POST to. */
 let registered = 0;

@@ -217,6 +217,65 @@ describe("wiring mistakes", () => {
   });
 });
 
+describe("options are checked when the function is built", () => {
+  const backend = new InMemoryLock();
+  const noRenew = { claim: backend.claim, complete: backend.complete, release: backend.release };
+  const bad: [string, Record<string, unknown>, RegExp][] = [
+    ["leaseMs -1", { leaseMs: -1 }, /leaseMs/],
+    ["leaseMs NaN", { leaseMs: Number.NaN }, /leaseMs/],
+    ["leaseMs MAX_SAFE_INTEGER", { leaseMs: Number.MAX_SAFE_INTEGER }, /leaseMs/],
+    ["waitMs -5", { waitMs: -5 }, /waitMs/],
+    ["waitMs '10'", { waitMs: "10" }, /waitMs/],
+    ["heartbeat without renew", { backend: noRenew, heartbeat: true }, /renew/],
+    ['allowUnguarded "false"', { allowUnguarded: "false" }, /allowUnguarded/],
+    ['heartbeat "false"', { heartbeat: "false" }, /heartbeat/],
+    ["heartbeat 0", { heartbeat: 0 }, /heartbeat/],
+    ["heartbeat null", { heartbeat: null }, /heartbeat/],
+    ["heartbeat.everyMs Infinity", { heartbeat: { everyMs: Infinity } }, /everyMs/],
+    ["logger {}", { logger: {} }, /logger/],
+    ["logger with a string info", { logger: { info: "x", warn() {}, error() {} } }, /logger/],
+    ["key 'messageId'", { key: "messageId" }, /key/],
+    ["onDuplicate true", { onDuplicate: true }, /onDuplicate/],
+    ["backend.renew not a function", { backend: { ...noRenew, renew: 1 } }, /renew/],
+    ["maxBodyBytes 0", { maxBodyBytes: 0 }, /maxBodyBytes/],
+    ["maxBodyBytes 1.5", { maxBodyBytes: 1.5 }, /maxBodyBytes/],
+  ];
+  for (const [name, extra, names] of bad) {
+    it(`${name}: InvalidConfiguration naming it, from every surface`, () => {
+      const options = { backend, ...extra } as never;
+      const surfaces = [
+        () => idempotentHttp(options, () => {}),
+        ...(name.startsWith("maxBodyBytes")
+          ? []
+          : [() => idempotent(options, () => {}), () => idempotentMessage(options, () => {})]),
+      ];
+      for (const build of surfaces) {
+        let error: unknown;
+        try {
+          build();
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(InvalidConfiguration);
+        expect((error as Error).message).toMatch(names);
+      }
+    });
+  }
+
+  it("an options object whose getters throw is a configuration error, not a TypeError", () => {
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error("trap");
+        },
+      },
+    );
+    expect(() => idempotentHttp(hostile as never, () => {})).toThrow(InvalidConfiguration);
+    expect(() => idempotentMessage(hostile as never, () => {})).toThrow(/could not be read/);
+  });
+});
+
 describe("a surface checks its lock options with the verbs' own checks", () => {
   /** The message a refused call or build throws, or a note that nothing was thrown. */
   const refusal = async (run: () => unknown): Promise<string> => {

@@ -8,7 +8,7 @@
  */
 import { pathToFileURL } from "node:url";
 import express from "express";
-import { idempotentHttp, type LockBackend, type PushMessage } from "gcp-pubsub-idempotency";
+import { idempotentHttp, type LockBackend, type ParsedMessage } from "gcp-pubsub-idempotency";
 import { RedisLock } from "gcp-pubsub-idempotency/redis";
 import { Redis } from "ioredis";
 
@@ -37,7 +37,7 @@ export function createApp(backend: LockBackend, fulfil: Fulfil): express.Express
           return id ? `order:${id}` : undefined; // no attribute: 400, never unguarded
         },
       },
-      async (message: PushMessage) => {
+      async (message: ParsedMessage) => {
         const order = message.json<Order>();
         await fulfil(order, `order:${order.orderId}`);
       },

@@ -20,7 +20,7 @@ import {
   idempotentHttp,
   type LockBackend,
   mutex,
-  type PushMessage,
+  type ParsedMessage,
 } from "gcp-pubsub-idempotency";
 
 export interface PoUpdate {
@@ -36,7 +36,7 @@ export interface PoStore {
 }
 
 export function createHandler(backend: LockBackend, store: PoStore): RequestListener {
-  const handler = idempotentHttp({ backend, leaseMs: 60_000 }, async (message: PushMessage) => {
+  const handler = idempotentHttp({ backend, leaseMs: 60_000 }, async (message: ParsedMessage) => {
     const update = message.json<PoUpdate>();
     // waitMs: queue briefly behind the update in progress before giving up with a nack.
     await mutex(`po:${update.poId}`, { backend, leaseMs: 30_000, waitMs: 2_000 }, async () => {

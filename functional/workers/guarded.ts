@@ -11,7 +11,7 @@ import {
   type LockBackend,
   type Logger,
   mutex,
-  type PushMessage,
+  type ParsedMessage,
 } from "gcp-pubsub-idempotency";
 import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
 import { sendOrder } from "../../examples/demo/supplier.js";
@@ -67,7 +67,7 @@ export const backend: LockBackend = {
  * subscription, so two subscriptions on one topic share a key; `keyBy=order` keys on the
  * business id, so a republished order (a new messageId) is still the same key.
  */
-export function keyOf(message: PushMessage): string {
+export function keyOf(message: ParsedMessage): string {
   const { scenario = "none", keyBy, orderId } = message.attributes;
   return keyBy === "order" && orderId
     ? `${scenario}/order:${orderId}`
@@ -99,7 +99,7 @@ export const logger: Logger = {
 export const onDuplicate = (key: string): void => record({ kind: "duplicate", key });
 
 /** The guarded body: what must happen once per key. */
-export async function placeOrder(message: PushMessage): Promise<void> {
+export async function placeOrder(message: ParsedMessage): Promise<void> {
   const { scenario = "none", orderId = message.messageId, po, crashable } = message.attributes;
   const key = keyOf(message);
   record({ kind: "body", key, messageId: message.messageId });
@@ -123,7 +123,7 @@ export async function placeOrder(message: PushMessage): Promise<void> {
 }
 
 async function callSupplier(
-  message: PushMessage,
+  message: ParsedMessage,
   scenario: string,
   orderId: string,
   po: string | undefined,

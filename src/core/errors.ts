@@ -195,7 +195,7 @@ export class BackendError extends IdempotencyError {
 
 /**
  * A push body or CloudEvent that is not a Pub/Sub message, or a payload that is not JSON
- * for {@link PushMessage.json}; the message is one line. `idempotentHttp` answers it with 400.
+ * for {@link ParsedMessage.json}; the message is one line. `idempotentHttp` answers it with 400.
  *
  * @example
  * ```ts

@@ -116,6 +116,13 @@ export function booleanOption(name: string, value: unknown): boolean | undefined
   throw new InvalidConfiguration(`${name} must be true or false, got ${describe(value)}`);
 }
 
+/** A required function argument (a verb's body, a surface's handler), checked before any I/O. */
+export function assertFunction(where: string, name: string, value: unknown): void {
+  if (typeof value !== "function") {
+    throw new InvalidConfiguration(`${where} needs a ${name} function, got ${describe(value)}`);
+  }
+}
+
 /** An optional function option. */
 export function functionOption<F>(name: string, value: unknown): F | undefined {
   if (value === undefined || typeof value === "function") return value as F | undefined;

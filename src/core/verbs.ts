@@ -1,9 +1,9 @@
-import { Duplicate, InProgress, InvalidConfiguration } from "./errors.js";
+import { Duplicate, InProgress } from "./errors.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { errorText } from "./logger.js";
 import { type ResolvedLockOptions, resolveLockOptions } from "./options.js";
 import type { Claim, ClaimOutcome, GuardedBody, LockOptions } from "./types.js";
-import { assertValidKey } from "./validate.js";
+import { assertFunction, assertValidKey } from "./validate.js";
 
 export type Verb = "lock" | "mutex";
 type Resolved = ResolvedLockOptions;
@@ -168,9 +168,7 @@ async function runGuarded<T>(
 ): Promise<T> {
   assertValidKey(key);
   const r = resolveLockOptions(`${verb}()`, options);
-  if (typeof body !== "function") {
-    throw new InvalidConfiguration(`${verb}() needs a body function, got ${typeof body}`);
-  }
+  assertFunction(`${verb}()`, "body", body);
   return runResolved(verb, key, r, body);
 }
 

@@ -1,9 +1,10 @@
+export { idempotent } from "./cloud-event.js";
 export {
   type CloudEventLike,
   cloudEventMessageId,
   MESSAGE_PUBLISHED_TYPE,
+  type ParsedMessage,
   type PubSubMessageLike,
-  type PushMessage,
   parseCloudEvent,
   parseEnvelope,
   parsePubSubMessage,
@@ -11,14 +12,12 @@ export {
 } from "./envelope.js";
 export {
   DEFAULT_MAX_BODY_BYTES,
-  type GatewayOptions,
-  gatewayDisabled,
-  type HeaderBag,
   type HttpGatewayOptions,
-  idempotent,
+  type HttpHeadersLike,
+  type HttpRequestLike,
+  type HttpResponseLike,
   idempotentHttp,
-  idempotentMessage,
   type PushRequest,
-  type Req,
-  type Res,
-} from "./gateway.js";
+} from "./http.js";
+export { type GatewayOptions, gatewayDisabled } from "./pipeline.js";
+export { idempotentMessage } from "./pull.js";

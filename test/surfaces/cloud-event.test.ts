@@ -1,10 +1,10 @@
-import { cloudEvent, http } from "@google-cloud/functions-framework";
+import { cloudEvent } from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InProgress, UnkeyedMessage } from "../../src/core/errors.js";
 import { parseCloudEvent } from "../../src/surfaces/envelope.js";
-import { idempotent, idempotentHttp } from "../../src/surfaces/index.js";
+import { idempotent } from "../../src/surfaces/index.js";
 import {
   binaryCloudEvent,
   pushBody,
@@ -148,35 +148,5 @@ describe("idempotent() on functions-framework cloudEvent", () => {
     await fn({ data: { message: {} } });
     expect(ran).toBe(2);
     expect(logger.at("WARNING").map((l) => l.fields.outcome)).toEqual(["unguarded", "unguarded"]);
-  });
-});
-
-describe("idempotentHttp() on functions-framework http", () => {
-  it("maps success, duplicate, contention, failure and malformed bodies", async () => {
-    const backend = new InMemoryLock();
-    const logger = captureLogger();
-    const name = `http${++seq}`;
-    let calls = 0;
-    http(
-      name,
-      idempotentHttp({ backend, logger }, (message) => {
-        calls += 1;
-        if (message.text() === "fail") throw new Error("boom");
-      }),
-    );
-    const server = await listen(getTestServer(name));
-    closers.push(server.close);
-    const body = pushBody("ok", { messageId: "h-1" });
-    expect((await post(server.url, body)).status).toBe(204);
-    expect((await post(server.url, body)).status).toBe(204);
-    expect(calls).toBe(1);
-    expect((await post(server.url, pushBody("fail"))).status).toBe(500);
-    await backend.claim("h-held", 60_000);
-    expect((await post(server.url, pushBody("ok", { messageId: "h-held" }))).status).toBe(503);
-    expect(logger.at("WARNING")).toHaveLength(1);
-    const bad = await post(server.url, { message: { data: "not base64!", messageId: "x" } });
-    expect(bad.status).toBe(400);
-    expect(bad.text.trim().split("\n")).toHaveLength(1);
-    expect(bad.text).toContain("base64");
   });
 });

@@ -1,14 +1,17 @@
 import { Buffer } from "node:buffer";
 import { describe, expect, it } from "vitest";
+import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { MalformedMessage } from "../../src/core/errors.js";
 import {
   cloudEventMessageId,
+  idempotentMessage,
   parseCloudEvent,
   parseEnvelope,
   parsePubSubMessage,
   parsePushBody,
 } from "../../src/surfaces/index.js";
 import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
+import { captureLogger } from "./helpers.js";
 
 describe("the envelope parser", () => {
   it("reads a raw push body in camelCase and snake_case", () => {
@@ -106,5 +109,34 @@ describe("the envelope parser", () => {
         expect((error as Error).message).toMatch(/^malformed Pub\/Sub message: [^\n]+$/);
       }
     }
+  });
+
+  it("base64 of 4 MB and more is checked without overflowing the stack", () => {
+    const data = Buffer.alloc(6_000_000, 1).toString("base64");
+    expect(parsePushBody({ message: { messageId: "1", data } }).data.byteLength).toBe(6_000_000);
+    expect(() => parsePushBody({ message: { messageId: "1", data: `${data}!` } })).toThrow(
+      /not valid base64/,
+    );
+  });
+
+  it("attributes named __proto__ and constructor are kept as data", async () => {
+    const raw =
+      '{"message":{"messageId":"a","data":"","attributes":{"__proto__":"x","constructor":"y","toString":"z"}}}';
+    const message = parsePushBody(raw);
+    expect(Object.keys(message.attributes).sort()).toEqual([
+      "__proto__",
+      "constructor",
+      "toString",
+    ]);
+    const PROTO = "__proto__";
+    expect(message.attributes[PROTO]).toBe("x");
+    expect(message.attributes.constructor).toBe("y");
+    expect(Object.getPrototypeOf(message.attributes)).toBe(Object.prototype);
+    const pulled = fakeMessage("x", { attributes: JSON.parse('{"__proto__":"p"}') });
+    let seen: Record<string, string> = {};
+    await idempotentMessage({ backend: new InMemoryLock(), logger: captureLogger() }, (m) => {
+      seen = { ...m.attributes };
+    })(pulled);
+    expect(Object.keys(seen)).toEqual(["__proto__"]);
   });
 });

@@ -6,7 +6,11 @@ import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import type { Logger } from "../../src/core/types.js";
-import { idempotentHttp, type Req, type Res } from "../../src/surfaces/index.js";
+import {
+  type HttpRequestLike,
+  type HttpResponseLike,
+  idempotentHttp,
+} from "../../src/surfaces/index.js";
 import { pushBody } from "../../src/testing/push-simulator.js";
 import { captureLogger, gate, listen, post } from "./helpers.js";
 
@@ -19,7 +23,7 @@ afterEach(async () => {
   expect(unhandled).toEqual([]);
 });
 
-type Handler = (req: Req, res: Res) => Promise<void>;
+type Handler = (req: HttpRequestLike, res: HttpResponseLike) => Promise<void>;
 
 /** The same gateway mounted three ways; each returns the URL to POST to. */
 let registered = 0;
@@ -240,5 +244,77 @@ describe("idempotentHttp details", () => {
     expect(response.status).toBe(500);
     expect(response.text).not.toContain("store down");
     expect(logger.at("ERROR")[0]?.fields.error).toContain("store down");
+  });
+});
+
+describe("idempotentHttp() on functions-framework http", () => {
+  it("maps success, duplicate, contention, failure and malformed bodies", async () => {
+    const backend = new InMemoryLock();
+    const logger = captureLogger();
+    let calls = 0;
+    const url = await mounts["functions-framework http"]!(
+      idempotentHttp({ backend, logger }, (message) => {
+        calls += 1;
+        if (message.text() === "fail") throw new Error("boom");
+      }),
+    );
+    const body = pushBody("ok", { messageId: "h-1" });
+    expect((await post(url, body)).status).toBe(204);
+    expect((await post(url, body)).status).toBe(204);
+    expect(calls).toBe(1);
+    expect((await post(url, pushBody("fail"))).status).toBe(500);
+    await backend.claim("h-held", 60_000);
+    expect((await post(url, pushBody("ok", { messageId: "h-held" }))).status).toBe(503);
+    expect(logger.at("WARNING")).toHaveLength(1);
+    const bad = await post(url, { message: { data: "not base64!", messageId: "x" } });
+    expect(bad.status).toBe(400);
+    expect(bad.text.trim().split("\n")).toHaveLength(1);
+    expect(bad.text).toContain("base64");
+  });
+});
+
+describe("large bodies, and keys no store can hold", () => {
+  it("a 10 MB message (13.4 MB as base64 JSON) is handled with the default body limit", async () => {
+    const data = Buffer.alloc(10_000_000, 7);
+    let seen = 0;
+    const fn = idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, (m) => {
+      seen = m.data.byteLength;
+    });
+    const url = await mounts["node:http"]!(fn);
+    const body = JSON.stringify({
+      message: { messageId: "big", data: data.toString("base64") },
+      subscription: "projects/p/subscriptions/s",
+    });
+    expect(body.length).toBeGreaterThan(13_000_000);
+    expect((await post(url, body)).status).toBe(204);
+    expect(seen).toBe(10_000_000);
+  });
+
+  it("a messageId over the key limit is a 400 with a reason, and the handler never runs", async () => {
+    let runs = 0;
+    const url = await mounts["node:http"]!(
+      idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, () => {
+        runs++;
+      }),
+    );
+    const tooLong = await post(url, pushBody("x", { messageId: "9".repeat(1025) }));
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.text).toMatch(/at most 1024 UTF-8 bytes/);
+    const loneSurrogate = await post(url, '{"message":{"messageId":"k\\ud800","data":""}}');
+    expect(loneSurrogate.status).toBe(400);
+    expect(loneSurrogate.text).toMatch(/lone surrogate/);
+    expect(runs).toBe(0);
+  });
+
+  it("the README's Express mounting (no global parser) takes a 1 MB message", async () => {
+    const app = express();
+    app.post(
+      "/push",
+      idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, () => {}),
+    );
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    const big = pushBody(Buffer.alloc(1_000_000, 2));
+    expect((await post(`${s.url}push`, big)).status).toBe(204);
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { idempotentHttp } from "../../src/surfaces/index.js";
 import { simulatePushDeliveries } from "../../src/testing/push-simulator.js";
-import { captureLogger, listen } from "./helpers.js";
+import { captureLogger, listen } from "../surfaces/helpers.js";
 
 describe("simulatePushDeliveries", () => {
   it("delivers each message several times and the body runs once per message", async () => {

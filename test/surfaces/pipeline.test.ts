@@ -1,8 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
+import { InvalidConfiguration } from "../../src/core/errors.js";
 import type { ClaimOutcome } from "../../src/core/types.js";
-import { gatewayDisabled, resetDisabledWarning } from "../../src/surfaces/gateway.js";
+import { lock } from "../../src/core/verbs.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
+import { gatewayDisabled, resetDisabledWarning } from "../../src/surfaces/pipeline.js";
 import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
 import { captureLogger } from "./helpers.js";
 
@@ -193,8 +195,7 @@ describe("hooks and key functions", () => {
 });
 
 describe("wiring mistakes", () => {
-  it("are refused when the function is built, not on the first message", async () => {
-    const { InvalidConfiguration } = await import("../../src/core/errors.js");
+  it("are refused when the function is built, not on the first message", () => {
     const backend = new InMemoryLock();
     const cases: [string, () => unknown][] = [
       ["no backend", () => idempotent({} as never, () => {})],
@@ -213,5 +214,111 @@ describe("wiring mistakes", () => {
     for (const [name, build] of cases) {
       expect(build, name).toThrow(InvalidConfiguration);
     }
+  });
+});
+
+describe("options are checked when the function is built", () => {
+  const backend = new InMemoryLock();
+  const noRenew = { claim: backend.claim, complete: backend.complete, release: backend.release };
+  const bad: [string, Record<string, unknown>, RegExp][] = [
+    ["leaseMs -1", { leaseMs: -1 }, /leaseMs/],
+    ["leaseMs NaN", { leaseMs: Number.NaN }, /leaseMs/],
+    ["leaseMs MAX_SAFE_INTEGER", { leaseMs: Number.MAX_SAFE_INTEGER }, /leaseMs/],
+    ["waitMs -5", { waitMs: -5 }, /waitMs/],
+    ["waitMs '10'", { waitMs: "10" }, /waitMs/],
+    ["heartbeat without renew", { backend: noRenew, heartbeat: true }, /renew/],
+    ['allowUnguarded "false"', { allowUnguarded: "false" }, /allowUnguarded/],
+    ['heartbeat "false"', { heartbeat: "false" }, /heartbeat/],
+    ["heartbeat 0", { heartbeat: 0 }, /heartbeat/],
+    ["heartbeat null", { heartbeat: null }, /heartbeat/],
+    ["heartbeat.everyMs Infinity", { heartbeat: { everyMs: Infinity } }, /everyMs/],
+    ["logger {}", { logger: {} }, /logger/],
+    ["logger with a string info", { logger: { info: "x", warn() {}, error() {} } }, /logger/],
+    ["key 'messageId'", { key: "messageId" }, /key/],
+    ["onDuplicate true", { onDuplicate: true }, /onDuplicate/],
+    ["backend.renew not a function", { backend: { ...noRenew, renew: 1 } }, /renew/],
+    ["maxBodyBytes 0", { maxBodyBytes: 0 }, /maxBodyBytes/],
+    ["maxBodyBytes 1.5", { maxBodyBytes: 1.5 }, /maxBodyBytes/],
+  ];
+  for (const [name, extra, names] of bad) {
+    it(`${name}: InvalidConfiguration naming it, from every surface`, () => {
+      const options = { backend, ...extra } as never;
+      const surfaces = [
+        () => idempotentHttp(options, () => {}),
+        ...(name.startsWith("maxBodyBytes")
+          ? []
+          : [() => idempotent(options, () => {}), () => idempotentMessage(options, () => {})]),
+      ];
+      for (const build of surfaces) {
+        let error: unknown;
+        try {
+          build();
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(InvalidConfiguration);
+        expect((error as Error).message).toMatch(names);
+      }
+    });
+  }
+
+  it("an options object whose getters throw is a configuration error, not a TypeError", () => {
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error("trap");
+        },
+      },
+    );
+    expect(() => idempotentHttp(hostile as never, () => {})).toThrow(InvalidConfiguration);
+    expect(() => idempotentMessage(hostile as never, () => {})).toThrow(/could not be read/);
+  });
+});
+
+describe("a surface checks its lock options with the verbs' own checks", () => {
+  /** The message a refused call or build throws, or a note that nothing was thrown. */
+  const refusal = async (run: () => unknown): Promise<string> => {
+    try {
+      await run();
+      return "nothing thrown";
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidConfiguration);
+      return (error as Error).message;
+    }
+  };
+
+  it("refuses each bad option with the words lock() uses, naming the surface", async () => {
+    const backend = new InMemoryLock();
+    const bad: [string, Record<string, unknown>][] = [
+      ["no backend", {}],
+      ["a backend without release", { backend: { claim() {}, complete() {} } }],
+      ["leaseMs 0", { backend, leaseMs: 0 }],
+      ["waitMs -1", { backend, waitMs: -1 }],
+      ["heartbeat 'yes'", { backend, heartbeat: "yes" }],
+      ["logger without error", { backend, logger: { info() {}, warn() {} } }],
+    ];
+    for (const [name, options] of bad) {
+      const fromLock = await refusal(() => lock("k", options as never, () => {}));
+      expect(fromLock, name).not.toBe("nothing thrown");
+      const surfaces: [string, () => unknown][] = [
+        ["idempotent()", () => idempotent(options as never, () => {})],
+        ["idempotentHttp()", () => idempotentHttp(options as never, () => {})],
+        ["idempotentMessage()", () => idempotentMessage(options as never, () => {})],
+      ];
+      for (const [where, build] of surfaces) {
+        expect(await refusal(build), `${name}, ${where}`).toBe(fromLock.replace("lock()", where));
+      }
+    }
+  });
+
+  it("refuses a missing handler as lock() refuses a missing body", async () => {
+    const backend = new InMemoryLock();
+    expect(await refusal(() => lock("k", { backend }, 42 as never))).toBe(
+      "lock() needs a body function, got number 42",
+    );
+    expect(await refusal(() => idempotentMessage({ backend }, 42 as never))).toBe(
+      "idempotentMessage() needs a handler function, got number 42",
+    );
   });
 });

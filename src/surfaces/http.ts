@@ -1,0 +1,273 @@
+// The HTTP push surface: read the push body (parsed by a framework, or from the stream under
+// a size limit), parse it, deliver it, and answer with a status Pub/Sub understands.
+import { Buffer } from "node:buffer";
+import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
+import { errorText } from "../core/logger.js";
+import { readingOptions } from "../core/options.js";
+import { describe } from "../core/validate.js";
+import { type ParsedMessage, parsePushBody } from "./envelope.js";
+import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
+
+/**
+ * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`
+ * fits it.
+ *
+ * @example
+ * ```ts
+ * import type { HttpHeadersLike } from "gcp-pubsub-idempotency";
+ *
+ * const headers: HttpHeadersLike = { "content-type": "application/json" };
+ * ```
+ */
+export type HttpHeadersLike = Readonly<Record<string, string | string[] | undefined>>;
+
+/**
+ * The least of a request {@link idempotentHttp} reads: functions-framework, Express and
+ * `node:http` requests all fit it.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from "node:http";
+ * import { type HttpRequestLike, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp(
+ *   { backend: new InMemoryLock() },
+ *   async (_message, req: HttpRequestLike) => {
+ *     console.log(req.headers?.["user-agent"]);
+ *   },
+ * );
+ * createServer((req, res) => void handler(req, res)).listen(8080);
+ * ```
+ */
+export interface HttpRequestLike {
+  /** Parsed by a body parser (object), raw (Buffer/string), or absent: then the stream is read. */
+  body?: unknown;
+  /** The request headers. */
+  readonly headers?: HttpHeadersLike;
+  /** True when the stream was consumed already (and no `body` was left): nothing to read. */
+  readonly readableEnded?: boolean;
+  /** The body stream, read when `body` is absent (up to `maxBodyBytes`). */
+  [Symbol.asyncIterator]?(): AsyncIterator<unknown>;
+}
+
+/**
+ * The least of a response {@link idempotentHttp} writes: enough to send a status and a
+ * short text. Express and `node:http` responses fit it.
+ *
+ * @example
+ * ```ts
+ * import { type HttpResponseLike, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * // A handler may answer itself; the gateway then leaves the response alone.
+ * const handler = idempotentHttp(
+ *   { backend: new InMemoryLock() },
+ *   async (message, _req, res: HttpResponseLike) => {
+ *     res.statusCode = 202;
+ *     res.end(message.messageId);
+ *   },
+ * );
+ * ```
+ */
+export interface HttpResponseLike {
+  /** Set by the gateway unless the response was already sent. */
+  statusCode: number;
+  /** When true, the gateway sends nothing. */
+  readonly headersSent?: boolean;
+  /** When true, the gateway sends nothing. */
+  readonly writableEnded?: boolean;
+  /** Used for the `content-type` of a text answer when present. */
+  setHeader?(name: string, value: string): unknown;
+  /** Ends the response, with a one-line text or none (204). */
+  end(chunk?: string): unknown;
+}
+
+/**
+ * What the key function of {@link idempotentHttp} receives.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type PushRequest } from "gcp-pubsub-idempotency";
+ *
+ * // Key on a business id carried in an attribute instead of the messageId.
+ * const key = ({ message }: PushRequest) => message.attributes.orderId;
+ * const handler = idempotentHttp({ backend: new InMemoryLock(), key }, async () => {});
+ * ```
+ */
+export interface PushRequest<Q extends HttpRequestLike = HttpRequestLike> {
+  /** The parsed push body. */
+  readonly message: ParsedMessage;
+  /** The request it came in. */
+  readonly req: Q;
+}
+
+/**
+ * `idempotentHttp` options: the gateway's plus the body size limit for unparsed requests.
+ *
+ * @example
+ * ```ts
+ * import { type HttpGatewayOptions, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * const options: HttpGatewayOptions = { backend: new InMemoryLock(), maxBodyBytes: 1024 * 1024 };
+ * const handler = idempotentHttp(options, async (message) => console.log(message.text()));
+ * ```
+ */
+export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = GatewayOptions<
+  PushRequest<Q>
+> & {
+  /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
+  maxBodyBytes?: number;
+};
+
+/**
+ * Default `maxBodyBytes` of {@link idempotentHttp}: 16 MiB (16,777,216 bytes), for requests
+ * whose body no framework parsed. It admits the largest legal push: Pub/Sub's 10 MB of
+ * data is about 13.4 MB as base64 inside the JSON envelope, plus up to 100 attributes and
+ * the ordering key. A larger body is answered with 413.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_BODY_BYTES, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp(
+ *   { backend: new InMemoryLock(), maxBodyBytes: DEFAULT_MAX_BODY_BYTES / 16 },
+ *   async () => {},
+ * );
+ * ```
+ */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Wrap a Pub/Sub push endpoint: a functions-framework `http` function, an Express
+ * handler, or a `node:http` request listener. Success or duplicate → 204; contention →
+ * 503; the handler threw → 500; no key → 400; a malformed push body → 400 with a reason.
+ * A handler that sends its own response keeps it.
+ *
+ * @example
+ * ```ts
+ * import express from "express";
+ * import { idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * declare function handle(order: unknown): Promise<void>;
+ * const backend = new InMemoryLock(); // RedisLock, SqlLock, … in production
+ * const app = express();
+ * app.post("/push", express.json(), idempotentHttp({ backend }, async (message) => handle(message.json())));
+ * app.listen(8080);
+ * ```
+ */
+export function idempotentHttp<
+  Q extends HttpRequestLike = HttpRequestLike,
+  S extends HttpResponseLike = HttpResponseLike,
+>(
+  options: HttpGatewayOptions<Q>,
+  handler: (message: ParsedMessage, req: Q, res: S) => unknown,
+): (req: Q, res: S) => Promise<void> {
+  const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler);
+  const limit = readingOptions("idempotentHttp()", () => maxBodyBytesOption(options.maxBodyBytes));
+  const { logger } = gateway.lock;
+  const serve = async (req: Q, res: S): Promise<void> => {
+    let message: ParsedMessage;
+    try {
+      message = parsePushBody(await readBody(req, limit));
+    } catch (error) {
+      if (error instanceof BodyTooLarge) {
+        logger.warn(error.message, { outcome: "too_large" });
+        send(res, 413, error.message);
+        return;
+      }
+      const reason = error instanceof MalformedMessage ? error.message : errorText(error);
+      logger.warn(reason, { outcome: "malformed" });
+      send(res, 400, oneLine(reason));
+      return;
+    }
+    const outcome = await deliver(gateway, {
+      input: { message, req },
+      defaultKey: () => message.messageId,
+      run: () => handler(message, req, res),
+      deliveryAttempt: message.deliveryAttempt,
+    });
+    switch (outcome.kind) {
+      case "ran":
+      case "duplicate":
+        send(res, 204);
+        return;
+      case "in_progress":
+        send(res, 503, outcome.error.message);
+        return;
+      case "unkeyed":
+      case "invalid_key":
+        send(res, 400, oneLine(outcome.error.message));
+        return;
+      case "failed":
+        logFailure(logger, outcome, message.messageId);
+        // The reason stays in the log: a 500 body must not leak internals to the caller.
+        send(res, 500, "the handler failed; the message will be redelivered");
+        return;
+    }
+  };
+  return async (req, res) => {
+    try {
+      await serve(req, res);
+    } catch (error) {
+      // Only a broken request or response object lands here; a server must not crash on it.
+      logger.error("answering the push failed", { outcome: "failed", error: errorText(error) });
+      try {
+        send(res, 500, "the push could not be answered");
+      } catch {
+        // The response is beyond saving; the missing answer is a nack to Pub/Sub.
+      }
+    }
+  };
+}
+
+function maxBodyBytesOption(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_BODY_BYTES;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new InvalidConfiguration(
+      `options.maxBodyBytes must be a positive whole number of bytes, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+class BodyTooLarge extends Error {}
+
+/** The push body: as parsed by a framework, or read from the stream under a size limit. */
+async function readBody(req: HttpRequestLike, limit: number): Promise<unknown> {
+  const { body } = req;
+  if (body !== undefined) return body;
+  const iterate = req[Symbol.asyncIterator];
+  if (typeof iterate !== "function" || req.readableEnded) return undefined;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  // Keep draining past the limit rather than destroying the stream, so the 413 reaches the client.
+  for await (const chunk of req as AsyncIterable<unknown>) {
+    const bytes =
+      typeof chunk === "string"
+        ? Buffer.from(chunk, "utf8")
+        : chunk instanceof Uint8Array
+          ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+          : Buffer.alloc(0);
+    size += bytes.byteLength;
+    if (size > limit) tooLarge = true;
+    if (!tooLarge) chunks.push(bytes);
+  }
+  if (tooLarge) throw new BodyTooLarge(`the push body exceeds ${limit} bytes`);
+  return Buffer.concat(chunks);
+}
+
+/** Send a status and a one-line text unless a response is already on its way. */
+function send(res: HttpResponseLike, status: number, text?: string): void {
+  if (res.headersSent || res.writableEnded) return;
+  res.statusCode = status;
+  if (text === undefined) {
+    res.end();
+    return;
+  }
+  res.setHeader?.("content-type", "text/plain; charset=utf-8");
+  res.end(`${text}\n`);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").slice(0, 300);
+}

@@ -1,0 +1,254 @@
+// The delivery pipeline the three surfaces share: options checked once when a surface is
+// built, then per delivery the disabled switch, the key, the claim and the handler, ending in
+// one outcome. Each surface only maps that outcome to its own ack/nack or HTTP status.
+import { asError, Duplicate, InProgress, type InvalidKey, UnkeyedMessage } from "../core/errors.js";
+import { errorStack, errorText } from "../core/logger.js";
+import { type ResolvedLockOptions, readingOptions, resolveLockOptions } from "../core/options.js";
+import type { LockOptions, Logger } from "../core/types.js";
+import { assertFunction, assertValidKey, booleanOption, functionOption } from "../core/validate.js";
+import { runResolved } from "../core/verbs.js";
+
+/**
+ * Options of the three Pub/Sub surfaces: {@link LockOptions} (with its `waitMs`) plus how to
+ * key a message. `I` is what the key function receives (the CloudEvent, the
+ * {@link PushRequest}, or the pull `Message`). The ttl belongs to the backend.
+ *
+ * @example
+ * ```ts
+ * import { type CloudEventLike, type GatewayOptions, idempotent, InMemoryLock, parseCloudEvent } from "gcp-pubsub-idempotency";
+ *
+ * const options: GatewayOptions<CloudEventLike> = {
+ *   backend: new InMemoryLock(),
+ *   key: (event) => parseCloudEvent(event).attributes.orderId, // a business key
+ *   onDuplicate: (key) => console.log("skipped", key),
+ * };
+ * export const handler = idempotent(options, async () => {});
+ * ```
+ */
+export type GatewayOptions<I> = LockOptions & {
+  /**
+   * The idempotency key of a message; default its Pub/Sub messageId. Undefined or `""`
+   * means unkeyed (refused unless `allowUnguarded`); a throw is a failure (nack).
+   */
+  key?: (input: I) => string | undefined;
+  /** Called with the key when a duplicate was skipped; a throw is logged, never raised. */
+  onDuplicate?: (key: string) => void;
+  /** Run the handler unguarded (with a warning) when no key resolves, instead of refusing. */
+  allowUnguarded?: boolean;
+};
+
+const DISABLED_ENV = "GCP_PUBSUB_IDEMPOTENCY_DISABLED";
+let warnedDisabled = false;
+
+/**
+ * True when `GCP_PUBSUB_IDEMPOTENCY_DISABLED` is `1`, `true`, `yes` or `on`: the surfaces
+ * then run handlers unguarded (one warning) and never touch the store. Read at call time,
+ * so a test or an operator can flip it without a restart. Never set it in production.
+ *
+ * @example
+ * ```ts
+ * import { gatewayDisabled } from "gcp-pubsub-idempotency";
+ *
+ * process.env.GCP_PUBSUB_IDEMPOTENCY_DISABLED = "1";
+ * console.log(gatewayDisabled()); // true
+ * ```
+ */
+export function gatewayDisabled(): boolean {
+  const value = process.env[DISABLED_ENV]?.trim().toLowerCase();
+  return value === "1" || value === "true" || value === "yes" || value === "on";
+}
+
+function warnDisabledOnce(logger: Logger): void {
+  if (warnedDisabled) return;
+  warnedDisabled = true;
+  logger.warn(`${DISABLED_ENV} is set: the idempotency gateway is a pass-through`, {
+    outcome: "disabled",
+  });
+}
+
+/** Test hook: forget that the disabled warning was written. */
+export function resetDisabledWarning(): void {
+  warnedDisabled = false;
+}
+
+/** A surface's options after one validation pass, made when the surface is built. */
+export interface ResolvedGatewayOptions<I> {
+  readonly lock: ResolvedLockOptions;
+  readonly key: ((input: I) => unknown) | undefined;
+  readonly onDuplicate: ((key: string) => unknown) | undefined;
+  readonly allowUnguarded: boolean;
+}
+
+/**
+ * Check every option when the surface is built (at deploy), not on the first message (as
+ * a nack loop), with the checks the verbs run plus the surface's own. No I/O: the disabled
+ * switch must be able to skip the store entirely.
+ */
+export function resolveGatewayOptions<I>(
+  surface: string,
+  options: unknown,
+  handler: unknown,
+): ResolvedGatewayOptions<I> {
+  const where = `${surface}()`;
+  const lock = resolveLockOptions(where, options);
+  assertFunction(where, "handler", handler);
+  return readingOptions(where, () => {
+    const o = options as Record<string, unknown>;
+    return {
+      lock,
+      key: functionOption<(input: I) => unknown>("options.key", o.key),
+      onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
+      allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
+    };
+  });
+}
+
+/** One message as a surface hands it to {@link deliver}. */
+export interface Delivery<I> {
+  /** What the key function receives. */
+  readonly input: I;
+  /** The key when there is no key function: the message id, or undefined without one. */
+  readonly defaultKey: () => string | undefined;
+  /** Calls the user's handler. */
+  readonly run: () => unknown;
+  /** Only for the contention warning: redeliveries show there. */
+  readonly deliveryAttempt: number | undefined;
+}
+
+/** What became of one delivery; each surface maps it to an ack/nack or a status. */
+export type DeliveryOutcome =
+  | { kind: "ran" }
+  | { kind: "duplicate"; key: string }
+  | { kind: "in_progress"; error: InProgress }
+  | { kind: "unkeyed"; error: UnkeyedMessage }
+  | { kind: "invalid_key"; error: InvalidKey }
+  | { kind: "failed"; error: unknown; fromHandler: boolean };
+
+/**
+ * Resolve the key, run the handler under `lock`, and classify what happened. Never rejects:
+ * whatever the handler, the key function, the hook or the logger throws becomes an outcome.
+ */
+export async function deliver<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  delivery: Delivery<I>,
+): Promise<DeliveryOutcome> {
+  const { logger } = gateway.lock;
+  const { run } = delivery;
+  if (gatewayDisabled()) {
+    warnDisabledOnce(logger);
+    return runPlain(run);
+  }
+  let key: unknown;
+  try {
+    // A key function that throws is a bug in the caller: it propagates (nack), not unkeyed.
+    key = gateway.key ? gateway.key(delivery.input) : delivery.defaultKey();
+  } catch (error) {
+    return { kind: "failed", error: asError("the key function", error), fromHandler: false };
+  }
+  if (key === undefined || key === "") {
+    if (!gateway.allowUnguarded) {
+      logger.warn("no idempotency key resolved; refusing the message", { outcome: "unkeyed" });
+      return { kind: "unkeyed", error: new UnkeyedMessage() };
+    }
+    logger.warn("no idempotency key resolved; running the handler unguarded", {
+      outcome: "unguarded",
+    });
+    return runPlain(run);
+  }
+  try {
+    assertValidKey(key);
+  } catch (error) {
+    // No store can hold it, and no redelivery changes it: refused before the handler.
+    const invalid = error as InvalidKey;
+    logger.warn("the message's idempotency key is unusable; refusing it", {
+      outcome: "invalid_key",
+      error: invalid.message,
+    });
+    return { kind: "invalid_key", error: invalid };
+  }
+
+  let handlerThrew = false;
+  try {
+    await runResolved("lock", key, gateway.lock, async () => {
+      try {
+        return await run();
+      } catch (error) {
+        handlerThrew = true;
+        throw error;
+      }
+    });
+    return { kind: "ran" };
+  } catch (error) {
+    // A Duplicate thrown by the handler itself (a nested lock) is the handler's error.
+    if (!handlerThrew && error instanceof Duplicate) {
+      logger.info("duplicate delivery skipped", { key, outcome: "duplicate" });
+      if (gateway.onDuplicate) callHook(gateway.onDuplicate, key, logger);
+      return { kind: "duplicate", key };
+    }
+    if (!handlerThrew && error instanceof InProgress) {
+      // One line, no stack: contention is expected under redelivery and must not page anyone.
+      logger.warn("key held by another delivery; nacking for a later redelivery", {
+        key: error.key,
+        outcome: "in_progress",
+        ...(error.leaseExpiresAt === undefined
+          ? {}
+          : { leaseExpiresAt: new Date(error.leaseExpiresAt).toISOString() }),
+        ...(delivery.deliveryAttempt === undefined
+          ? {}
+          : { deliveryAttempt: delivery.deliveryAttempt }),
+      });
+      return { kind: "in_progress", error };
+    }
+    return {
+      kind: "failed",
+      error: asError(handlerThrew ? "the handler" : "the gateway", error),
+      fromHandler: handlerThrew,
+    };
+  }
+}
+
+/** A hook observes: its throw, or its rejected promise, is logged and changes nothing. */
+function callHook(hook: (key: string) => unknown, key: string, logger: Logger): void {
+  const failed = (hookError: unknown) =>
+    logger.error("onDuplicate hook threw; the message is still acked", {
+      key,
+      outcome: "hook_failed",
+      error: errorText(hookError),
+    });
+  try {
+    const result = hook(key);
+    if (result instanceof Promise) result.then(undefined, failed);
+  } catch (hookError) {
+    failed(hookError);
+  }
+}
+
+async function runPlain(run: () => unknown): Promise<DeliveryOutcome> {
+  try {
+    await run();
+    return { kind: "ran" };
+  } catch (error) {
+    return { kind: "failed", error: asError("the handler", error), fromHandler: true };
+  }
+}
+
+/**
+ * The error line of a failed delivery, with its stack, for the surfaces whose caller does
+ * not log it (HTTP and pull; functions-framework logs a `cloudEvent` function's throw).
+ */
+export function logFailure(
+  logger: Logger,
+  outcome: { error: unknown; fromHandler: boolean },
+  messageId: string,
+): void {
+  const stack = errorStack(outcome.error);
+  logger.error(
+    outcome.fromHandler ? "the handler threw; nacking" : "the gateway failed before the handler",
+    {
+      messageId,
+      outcome: "failed",
+      error: errorText(outcome.error),
+      ...(stack === undefined ? {} : { stack }),
+    },
+  );
+}

@@ -1,0 +1,68 @@
+// The pull surface: a `subscription.on("message")` listener, which settles each message with
+// ack() or nack() and, since the emitter ignores promises, never rejects.
+import { errorText } from "../core/logger.js";
+import type { PubSubMessageLike } from "./envelope.js";
+import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
+
+/**
+ * Wrap a pull subscriber's `message` listener. Acks on success or duplicate; nacks on
+ * contention, a handler error or no key. Never rejects: `subscription.on("message")`
+ * ignores promises, so every failure is logged instead.
+ *
+ * Note: `nack()` redelivers at once unless the subscription has a retry policy; give
+ * it one so contention does not spin.
+ *
+ * @example
+ * ```ts
+ * import { PubSub } from "@google-cloud/pubsub";
+ * import { idempotentMessage, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * declare function handle(data: Buffer): Promise<void>;
+ * const backend = new InMemoryLock(); // a shared backend when several workers pull
+ * const subscription = new PubSub().subscription("orders-worker");
+ * subscription.on("message", idempotentMessage({ backend }, async (message) => handle(message.data)));
+ * ```
+ */
+export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike>(
+  options: GatewayOptions<M>,
+  handler: (message: M) => unknown,
+): (message: M) => Promise<void> {
+  const gateway = resolveGatewayOptions<M>("idempotentMessage", options, handler);
+  const { logger } = gateway.lock;
+  return async (message) => {
+    let messageId = "";
+    let settle: "ack" | "nack" = "nack";
+    try {
+      const id = message.id;
+      messageId = typeof id === "string" ? id : "";
+      const attempt = message.deliveryAttempt;
+      const outcome = await deliver(gateway, {
+        input: message,
+        defaultKey: () => (typeof id === "string" ? id : undefined),
+        run: () => handler(message),
+        deliveryAttempt:
+          typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
+      });
+      if (outcome.kind === "ran" || outcome.kind === "duplicate") settle = "ack";
+      if (outcome.kind === "failed") logFailure(logger, outcome, messageId);
+    } catch (error) {
+      // A message whose fields cannot be read: nack it, never leave it leased.
+      logger.error("reading the message failed; nacking", {
+        messageId,
+        outcome: "failed",
+        error: errorText(error),
+      });
+    }
+    try {
+      if (settle === "ack") message.ack();
+      else message.nack();
+    } catch (error) {
+      // An unhandled rejection would crash the worker; the lease expiry redelivers it.
+      logger.error("settling the message failed", {
+        messageId,
+        outcome: "settle_failed",
+        error: errorText(error),
+      });
+    }
+  };
+}

@@ -54,6 +54,21 @@ export interface ParsedMessage {
 }
 
 /**
+ * {@link ParsedMessage} under the name the design fixes for what {@link idempotentHttp} hands its
+ * handler; the same type, kept so both names keep working.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type PushMessage } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (message: PushMessage) => {
+ *   console.log(message.messageId);
+ * });
+ * ```
+ */
+export type PushMessage = ParsedMessage;
+
+/**
  * The smallest CloudEvent shape the gateway reads; functions-framework's `CloudEvent` fits it.
  *
  * @example

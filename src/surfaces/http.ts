@@ -82,6 +82,37 @@ export interface HttpResponseLike {
 }
 
 /**
+ * The request type under the name the design fixes for {@link idempotentHttp}'s signature:
+ * the same type as {@link HttpRequestLike}, kept so both names keep working.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type Req } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (_message, req: Req) => {
+ *   console.log(req.headers?.["content-type"]);
+ * });
+ * ```
+ */
+export type Req = HttpRequestLike;
+
+/**
+ * The response type under the name the design fixes for {@link idempotentHttp}'s signature:
+ * the same type as {@link HttpResponseLike}, kept so both names keep working.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type Res } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (_message, _req, res: Res) => {
+ *   res.statusCode = 202;
+ *   res.end();
+ * });
+ * ```
+ */
+export type Res = HttpResponseLike;
+
+/**
  * What the key function of {@link idempotentHttp} receives.
  *
  * @example

@@ -5,6 +5,7 @@ export {
   MESSAGE_PUBLISHED_TYPE,
   type ParsedMessage,
   type PubSubMessageLike,
+  type PushMessage,
   parseCloudEvent,
   parseEnvelope,
   parsePubSubMessage,
@@ -18,6 +19,8 @@ export {
   type HttpResponseLike,
   idempotentHttp,
   type PushRequest,
+  type Req,
+  type Res,
 } from "./http.js";
 export { type GatewayOptions, gatewayDisabled } from "./pipeline.js";
 export { idempotentMessage } from "./pull.js";

@@ -38,3 +38,12 @@ export type {
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs.js";
 export * from "./surfaces/index.js";
+export {
+  createPushVerifier,
+  type PushAuthAccepted,
+  type PushAuthOptions,
+  type PushAuthRefused,
+  type PushAuthResult,
+  type PushVerifier,
+  type PushVerifierContext,
+} from "./surfaces/push-auth.js";

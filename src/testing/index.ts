@@ -1,7 +1,8 @@
 /**
- * For tests: the backend contract suite, a fake clock, a backend warm-up, message builders and
- * a Pub/Sub push simulator. Loads no test runner: the contract suite takes the runner's
- * `describe`, `it` and `beforeAll` (vitest users can import `/testing/vitest` instead).
+ * For tests: the backend contract suite, a fake clock, a backend warm-up, message builders,
+ * a Pub/Sub push simulator and test identities that sign push tokens. Loads no test runner:
+ * the contract suite takes the runner's `describe`, `it` and `beforeAll` (vitest users can
+ * import `/testing/vitest` instead).
  *
  * @module gcp-pubsub-idempotency/testing
  */
@@ -13,5 +14,14 @@ export {
   nodeTestRunner,
   type TestRunner,
 } from "./contract.js";
+export {
+  createTestIdentity,
+  FORGED_PUSH_AUTH_STATUS,
+  type ForgedPushAuthKind,
+  type TestIdentity,
+  type TestIdentityOptions,
+  type TestTokenClaims,
+  type TestTokenHeader,
+} from "./push-auth.js";
 export * from "./push-simulator.js";
 export { type WarmUpOptions, type WarmUpReport, warmUpBackend } from "./warm-up.js";

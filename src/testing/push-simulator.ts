@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { InvalidConfiguration } from "../core/errors.js";
 import { MESSAGE_PUBLISHED_TYPE } from "../surfaces/envelope.js";
+import type { createTestIdentity } from "./push-auth.js";
 
 /**
  * A message payload for the builders below: bytes and strings go as they are, anything
@@ -410,6 +411,12 @@ export interface SimulateOptions {
   backoffMs?: number;
   /** Send `deliveryAttempt` in the envelope (as with a dead-letter policy); default true. */
   deliveryAttempts?: boolean;
+  /**
+   * The `Authorization` header of each delivery, as an authenticated push subscription sends
+   * it; a function is called per delivery (e.g. `() => identity.authorization()` with a
+   * {@link createTestIdentity} identity). Default: none.
+   */
+  authorization?: string | (() => string | undefined);
 }
 
 /**
@@ -470,13 +477,11 @@ function isPushBody(value: unknown): value is PushBody {
   );
 }
 
-async function post(url: string, body: unknown): Promise<number> {
+async function post(url: string, body: unknown, authorization?: string): Promise<number> {
   try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (authorization !== undefined) headers.authorization = authorization;
+    const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(body) });
     await response.arrayBuffer();
     return response.status;
   } catch {
@@ -516,6 +521,8 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
   const maxRedeliveries = whole("maxRedeliveries", options.maxRedeliveries, 5, 0);
   const backoffMs = whole("backoffMs", options.backoffMs, 20, 0);
   const withAttempts = options.deliveryAttempts ?? true;
+  const { authorization } = options;
+  const authorizationOf = typeof authorization === "function" ? authorization : () => authorization;
 
   let url = options.url;
   let server: ReturnType<typeof createServer> | undefined;
@@ -550,7 +557,7 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
       for (let retry = 0; ; retry += 1) {
         attempt += 1;
         const body = withAttempts ? { ...base, deliveryAttempt: attempt } : base;
-        const status = await post(target, body);
+        const status = await post(target, body, authorizationOf());
         statuses.push(status);
         count(status);
         if ((status >= 200 && status < 300) || retry >= maxRedeliveries) return;

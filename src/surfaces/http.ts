@@ -7,6 +7,7 @@ import { readingOptions } from "../core/options.js";
 import { describe } from "../core/validate.js";
 import { type ParsedMessage, parsePushBody } from "./envelope.js";
 import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
+import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
 
 /**
  * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`
@@ -147,6 +148,14 @@ export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = Ga
 > & {
   /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
   maxBodyBytes?: number;
+  /**
+   * Verify the OIDC token Pub/Sub signs each authenticated push with, before the body is
+   * read: 401 (`WWW-Authenticate: Bearer`) for a missing or invalid token, 403 for a valid
+   * token of an identity not in `serviceAccountEmail`, 503 when the certificates cannot be
+   * had. A refused push never reaches the key, the store or the handler. Needs the optional
+   * peer google-auth-library.
+   */
+  auth?: PushAuthOptions;
 };
 
 /**
@@ -195,7 +204,22 @@ export function idempotentHttp<
   const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler);
   const limit = readingOptions("idempotentHttp()", () => maxBodyBytesOption(options.maxBodyBytes));
   const { logger } = gateway.lock;
+  const verify =
+    options.auth === undefined
+      ? undefined
+      : verifierFor(resolvePushAuthOptions(options.auth, "idempotentHttp() options.auth"), {
+          logger,
+        });
   const serve = async (req: Q, res: S): Promise<void> => {
+    if (verify !== undefined) {
+      // The verifier logs each refusal once, with the reason; the caller learns only the kind.
+      const verdict = await verify(authorizationHeader(req));
+      if (!verdict.ok) {
+        for (const [name, value] of Object.entries(verdict.headers)) res.setHeader?.(name, value);
+        send(res, verdict.status, REFUSAL_TEXT[verdict.status]);
+        return;
+      }
+    }
     let message: ParsedMessage;
     try {
       message = parsePushBody(await readBody(req, limit));
@@ -248,6 +272,19 @@ export function idempotentHttp<
       }
     }
   };
+}
+
+const REFUSAL_TEXT = {
+  401: "the push is not authenticated",
+  403: "the push identity is not allowed",
+  503: "the push could not be authenticated now; retry",
+} as const;
+
+/** The one Authorization value; a repeated header is never a valid token, so it is refused. */
+function authorizationHeader(req: HttpRequestLike): string | undefined {
+  const value = req.headers?.authorization;
+  if (value === undefined || typeof value === "string") return value;
+  return "";
 }
 
 function maxBodyBytesOption(value: unknown): number {

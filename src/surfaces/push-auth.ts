@@ -12,7 +12,9 @@ import { describe, functionOption, optionsObject, stringOption } from "../core/v
 // look at the header's `alg`, at `nbf`, at `email`/`email_verified`, and its clock (the
 // system's, 5 min skew) cannot be injected: those checks are added here, the clock ones with
 // a 1 min skew. Everything that can be refused without certificates is refused first, so a
-// junk request costs no certificate fetch and no RSA work.
+// junk request costs no certificate fetch and no RSA work. One file over 350 lines because it
+// is one path: the option check, the cheap screen, the library call and the identity check
+// each refuse a part of what the one before let through.
 
 /**
  * The `auth` option of `idempotentHttp`: who may push to the endpoint.
@@ -274,7 +276,14 @@ export function createPushVerifier(
   options: PushAuthOptions,
   context: PushVerifierContext = {},
 ): PushVerifier {
-  const resolved = resolvePushAuthOptions(options);
+  return verifierFor(resolvePushAuthOptions(options), context);
+}
+
+/** {@link createPushVerifier} for options already checked (by a surface, under its own name). */
+export function verifierFor(
+  resolved: ResolvedPushAuthOptions,
+  context: PushVerifierContext = {},
+): PushVerifier {
   const logger = guardLogger(context.logger ?? jsonLogger);
   const now = functionOption<() => number>("now", context.now) ?? Date.now;
   const certificatesUrl = stringOption(

@@ -288,6 +288,7 @@ inline complete(me) {
 #ifdef MUTANT_LEASE_GUARD_ON_COMPLETE
   ok = ok && (rec_done || rec_lease > 0);
 #endif
+  PROPERTY(!(ok && !rec_done) || !settled);  /* (i) DONE written once per occurrence */
   if
   :: owner == me + 1 -> settled = 1  /* this success is the occurrence's: (i) */
   :: else

@@ -9,9 +9,15 @@ import {
   UnkeyedMessage,
 } from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
-import { type ResolvedLockOptions, readingOptions, resolveLockOptions } from "../core/options.js";
+import { type ResolvedLockOptions, resolveLockOptions } from "../core/options.js";
 import type { LockOptions, Logger } from "../core/types.js";
-import { assertValidKey, booleanOption, describe, functionOption } from "../core/validate.js";
+import {
+  assertValidKey,
+  booleanOption,
+  describe,
+  functionOption,
+  readOptions,
+} from "../core/validate.js";
 import { runResolved } from "../core/verbs.js";
 import {
   type CloudEventLike,
@@ -227,18 +233,16 @@ function resolveGateway<I>(
 ): ResolvedGateway<I> {
   const where = `${surface}()`;
   const lock = resolveLockOptions(where, options);
-  return readingOptions(where, () => {
-    const o = options as Record<string, unknown>;
-    if (typeof handler !== "function") {
-      throw new InvalidConfiguration(`${where} needs a handler function, got ${describe(handler)}`);
-    }
-    return {
-      lock,
-      key: functionOption<(input: I) => unknown>("options.key", o.key),
-      onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
-      allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
-    };
-  });
+  if (typeof handler !== "function") {
+    throw new InvalidConfiguration(`${where} needs a handler function, got ${describe(handler)}`);
+  }
+  const o = readOptions(where, options, false, ["key", "onDuplicate", "allowUnguarded"]);
+  return {
+    lock,
+    key: functionOption<(input: I) => unknown>("options.key", o.key),
+    onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
+    allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
+  };
 }
 
 type Outcome =
@@ -474,7 +478,9 @@ export function idempotentHttp<Q extends Req = Req, S extends Res = Res>(
   handler: (message: PushMessage, req: Q, res: S) => unknown,
 ): (req: Q, res: S) => Promise<void> {
   const g = resolveGateway<PushRequest<Q>>("idempotentHttp", options, handler);
-  const limit = readingOptions("idempotentHttp()", () => maxBodyBytesOption(options.maxBodyBytes));
+  const limit = maxBodyBytesOption(
+    readOptions("idempotentHttp()", options, false, ["maxBodyBytes"]).maxBodyBytes,
+  );
   const { logger } = g.lock;
   const serve = async (req: Q, res: S): Promise<void> => {
     let message: PushMessage;

@@ -6,9 +6,15 @@
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, stringOption, ttlOption } from "../../core/validate.js";
+import {
+  assertPositiveMs,
+  assertValidKey,
+  readOptions,
+  stringOption,
+  ttlOption,
+} from "../../core/validate.js";
 import { unlessLapsed } from "../shared/lease.js";
-import { clientOption, googleProjectOptions, nameOption, readOptions } from "../shared/options.js";
+import { clientOption, googleProjectOptions, nameOption } from "../shared/options.js";
 import {
   newToken,
   type ResolvedRetry,

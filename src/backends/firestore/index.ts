@@ -6,9 +6,9 @@
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, ttlOption } from "../../core/validate.js";
+import { assertPositiveMs, assertValidKey, readOptions, ttlOption } from "../../core/validate.js";
 import { unlessLapsed } from "../shared/lease.js";
-import { clientOption, googleProjectOptions, nameOption, readOptions } from "../shared/options.js";
+import { clientOption, googleProjectOptions, nameOption } from "../shared/options.js";
 import {
   newToken,
   type ResolvedRetry,

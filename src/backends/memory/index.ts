@@ -15,9 +15,9 @@ import {
   assertValidKey,
   describe,
   functionOption,
+  readOptions,
   ttlOption,
 } from "../../core/validate.js";
-import { readOptions } from "../shared/options.js";
 
 /**
  * Options of {@link InMemoryLock}.

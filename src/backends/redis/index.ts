@@ -7,8 +7,13 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, describe, ttlOption } from "../../core/validate.js";
-import { readOptions } from "../shared/options.js";
+import {
+  assertPositiveMs,
+  assertValidKey,
+  describe,
+  readOptions,
+  ttlOption,
+} from "../../core/validate.js";
 import {
   isScriptClient,
   type RedisScriptClient,

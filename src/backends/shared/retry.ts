@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { InvalidConfiguration } from "../../core/errors.js";
-import { assertNonNegativeMs, describe } from "../../core/validate.js";
-import { readOptions } from "./options.js";
+import { assertNonNegativeMs, describe, readOptions } from "../../core/validate.js";
 
 /**
  * Bounds on the retry of transient store errors (ABORTED contention, UNAVAILABLE,

@@ -7,8 +7,14 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, describe, ttlOption } from "../../core/validate.js";
-import { hasMethods, readOptions } from "../shared/options.js";
+import {
+  assertPositiveMs,
+  assertValidKey,
+  describe,
+  readOptions,
+  ttlOption,
+} from "../../core/validate.js";
+import { hasMethods } from "../shared/options.js";
 import type { Dialect, DialectSession } from "./dialect.js";
 import { type MysqlQueryable, mysql } from "./mysql/dialect.js";
 import { type PgQueryable, type PgResultLike, postgres } from "./postgres/dialect.js";

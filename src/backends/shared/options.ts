@@ -1,5 +1,5 @@
 import { InvalidConfiguration } from "../../core/errors.js";
-import { describe, stringOption } from "../../core/validate.js";
+import { describe } from "../../core/validate.js";
 
 // Option checks the backend constructors share (each option is read once, by readOptions in
 // core/validate.ts, and checked here before any I/O).
@@ -65,30 +65,4 @@ export function nameOption(
     throw new InvalidConfiguration(`${name} must be ${allowed}, got ${describe(value)}`);
   }
   return value;
-}
-
-/** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
-const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
-/** A database id: `(default)` or a lowercase name. */
-const DATABASE_PATTERN = /^(?:\(default\)|[a-z][a-z0-9-]{0,62})$/;
-
-/** The `projectId` and `databaseId` options DatastoreLock and FirestoreLock share. */
-export function googleProjectOptions(read: { projectId?: unknown; databaseId?: unknown }): {
-  projectId: string | undefined;
-  databaseId: string | undefined;
-} {
-  return {
-    projectId: stringOption(
-      "projectId",
-      read.projectId,
-      PROJECT_PATTERN,
-      "a project id (1 to 100 printable ASCII characters, no spaces)",
-    ),
-    databaseId: stringOption(
-      "databaseId",
-      read.databaseId,
-      DATABASE_PATTERN,
-      'a database id ("(default)", or lowercase letters, digits and hyphens, at most 63)',
-    ),
-  };
 }

@@ -3,8 +3,7 @@
 import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
 import { errorText } from "../core/logger.js";
-import { readingOptions } from "../core/options.js";
-import { describe } from "../core/validate.js";
+import { describe, readOptions } from "../core/validate.js";
 import { type ParsedMessage, parsePushBody } from "./envelope.js";
 import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
 import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
@@ -202,12 +201,13 @@ export function idempotentHttp<
   handler: (message: ParsedMessage, req: Q, res: S) => unknown,
 ): (req: Q, res: S) => Promise<void> {
   const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler);
-  const limit = readingOptions("idempotentHttp()", () => maxBodyBytesOption(options.maxBodyBytes));
+  const own = readOptions("idempotentHttp()", options, false, ["maxBodyBytes", "auth"]);
+  const limit = maxBodyBytesOption(own.maxBodyBytes);
   const { logger } = gateway.lock;
   const verify =
-    options.auth === undefined
+    own.auth === undefined
       ? undefined
-      : verifierFor(resolvePushAuthOptions(options.auth, "idempotentHttp() options.auth"), {
+      : verifierFor(resolvePushAuthOptions(own.auth, "idempotentHttp() options.auth"), {
           logger,
         });
   const serve = async (req: Q, res: S): Promise<void> => {

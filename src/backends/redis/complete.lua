@@ -2,11 +2,13 @@
   complete: claimed → done when the fence matches.
   No lease guard: until someone reclaims, a lapsed holder is still the only one that ran the work.
 
-  Implements the complete rows of docs/state-machine.md:
+  Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
+  src/core/transitions.ts), named as there:
     claimed | complete | fence matches (no lease guard)      → done, expiresAt = now + ttl, true
-    claimed | complete | fence stale                         → unchanged, false
-    done    | complete | fence matches (a retried complete)  → done, true
-    done    | complete | fence stale                         → done, false
+                                                                                [complete.claimed]
+    claimed | complete | fence stale                         → unchanged, false  [complete.fenced]
+    done    | complete | fence matches (a retried complete)  → done, true        [complete.retried]
+    done    | complete | fence stale                         → done, false       [complete.fenced]
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched

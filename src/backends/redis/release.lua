@@ -2,11 +2,12 @@
   release: abandon a claim. The lease ends now and the fence rises, so the released claim can
   never complete later; the record itself stays.
 
-  Implements the release rows of docs/state-machine.md:
-    claimed | release | fence matches  → claimed, leaseExpiresAt = now, fence + 1
-    claimed | release | fence stale    → unchanged, no-op
-    done    | release | fence stale    → done, no-op
-    A done record is left alone with a matching fence too: only claimed records change.
+  Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
+  src/core/transitions.ts), named as there:
+    claimed | release | fence matches  → claimed, leaseExpiresAt = now, fence + 1  [release.claimed]
+    claimed | release | fence stale    → unchanged, no-op                          [release.fenced]
+    done    | release | fence stale    → done, no-op                               [release.fenced]
+    done    | release | fence matches  → done, no-op                               [release.fenced]
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched

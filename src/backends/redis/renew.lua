@@ -1,11 +1,12 @@
 --[[
   renew: extend a claim whose fence still matches.
 
-  Implements the renew rows of docs/state-machine.md:
-    claimed | renew | fence matches  → leaseExpiresAt = now + lease, true
-    claimed | renew | fence stale    → unchanged, false
-    done    | renew | fence stale    → done, false
-    A done record is left alone with a matching fence too: only claimed records change.
+  Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
+  src/core/transitions.ts), named as there:
+    claimed | renew | fence matches  → leaseExpiresAt = now + lease, true  [renew.claimed]
+    claimed | renew | fence stale    → unchanged, false                    [renew.fenced]
+    done    | renew | fence stale    → done, false                         [renew.fenced]
+    done    | renew | fence matches  → done, false                         [renew.fenced]
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched

@@ -19,7 +19,7 @@
     1  done (now, or already: a retried complete with a matching fence)
     0  fenced out: no record, a newer fence, or a record past its expiry
 
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -27,11 +27,11 @@ local fencingId = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
-if not r[1] or tonumber(r[2]) ~= fencingId or now >= tonumber(r[3]) then
+local state = fenced_state(key, fencingId, now)
+if not state then
   return 0
 end
-if r[1] == 'done' then
+if state == 'done' then
   return 1
 end
 

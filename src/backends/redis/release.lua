@@ -18,7 +18,7 @@
     1  released
     0  no-op: no record, a stale fence, a done record, or a record past its expiry
 
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -26,8 +26,7 @@ local fencingId = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
-if r[1] ~= 'claimed' or tonumber(r[2]) ~= fencingId or now >= tonumber(r[3]) then
+if fenced_state(key, fencingId, now) ~= 'claimed' then
   return 0
 end
 

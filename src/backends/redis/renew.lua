@@ -18,7 +18,7 @@
     {1, leaseExpiresAt}  renewed until leaseExpiresAt (integer epoch ms)
     {0, 0}               fenced out: no record, a stale fence, a done record, or expired
 
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -27,8 +27,7 @@ local leaseMs = tonumber(ARGV[2])
 local ttlMs = tonumber(ARGV[3])
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
-if r[1] ~= 'claimed' or tonumber(r[2]) ~= fencingId or now >= tonumber(r[3]) then
+if fenced_state(key, fencingId, now) ~= 'claimed' then
   return {0, 0}
 end
 

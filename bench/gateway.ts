@@ -2,7 +2,15 @@
  * The gateway's own cost: lock() cycles per second over a backend that answers at once,
  * beside the same backend calls made bare (the floor), sequentially, so on one core.
  */
-import { type Claim, type ClaimOutcome, type LockBackend, lock } from "gcp-pubsub-idempotency";
+import {
+  type Claim,
+  type ClaimOutcome,
+  type HttpResponseLike,
+  idempotentHttp,
+  type LockBackend,
+  lock,
+} from "gcp-pubsub-idempotency";
+import { createTestIdentity, pushBody } from "gcp-pubsub-idempotency/testing";
 
 /** Always wins, completes and releases: no store at all, so only our own work is timed. */
 class InstantBackend implements LockBackend {
@@ -25,6 +33,16 @@ export interface GatewayResult {
   lock: number;
   /** lock() with a body that declares the signal (an AbortController per call) */
   withSignal: number;
+  /** pushes timed through idempotentHttp (fewer than cycles: one RSA verify each with auth) */
+  pushes: number;
+  /** idempotentHttp over a parsed push body, per second */
+  push: number;
+  /** with `auth`, one token for every push, as Pub/Sub sends it until it nears expiry */
+  pushWithAuth: number;
+  /** with `auth`, a new token each push: the RS256 signature verified every time */
+  pushWithNewTokens: number;
+  /** how many pushes the new-token rate was timed over (each token is signed beforehand) */
+  newTokens: number;
 }
 
 async function rate(n: number, fn: () => Promise<unknown>): Promise<number> {
@@ -45,5 +63,37 @@ export async function gatewayBench(cycles: number): Promise<GatewayResult> {
   const withSignal = await rate(cycles, () =>
     lock("order-123", options, (_claim, signal) => signal.aborted),
   );
-  return { cycles, floor, lock: plain, withSignal };
+  const pushes = Math.max(1_000, Math.round(cycles / 100));
+  return { cycles, floor, lock: plain, withSignal, pushes, ...(await pushRates(backend, pushes)) };
+}
+
+/** A push as a body parser leaves it, answered into a response that keeps nothing. */
+async function pushRates(backend: LockBackend, pushes: number) {
+  const identity = createTestIdentity();
+  const authorization = identity.authorization();
+  const newTokens = Math.min(pushes, 2_000);
+  const iat = Math.floor(Date.now() / 1000);
+  const tokens = Array.from({ length: newTokens }, (_, i) =>
+    identity.authorization({ iat: iat - (i % 600), sub: `bench-${i}` }),
+  );
+  const body = pushBody({ orderId: "4711" }, { messageId: "bench-1" });
+  const res: HttpResponseLike = { statusCode: 200, end: () => undefined };
+  const logger = { info() {}, warn() {}, error() {} };
+  const plain = idempotentHttp({ backend, logger }, () => undefined);
+  const authed = idempotentHttp({ backend, logger, auth: identity.auth }, () => undefined);
+  const push = await rate(pushes, () => plain({ headers: {}, body }, res));
+  const authedPush = async (token: string) => {
+    await authed({ headers: { authorization: token }, body }, res);
+    if (res.statusCode !== 204) throw new Error(`an authenticated push answered ${res.statusCode}`);
+  };
+  const pushWithAuth = await rate(pushes, () => authedPush(authorization));
+  // No warm-up here: each token must be new to the verifier when it is timed.
+  let next = 0;
+  const start = process.hrtime.bigint();
+  for (const token of tokens) {
+    next += 1;
+    await authedPush(token);
+  }
+  const pushWithNewTokens = next / (Number(process.hrtime.bigint() - start) / 1e9);
+  return { push, pushWithAuth, pushWithNewTokens, newTokens };
 }

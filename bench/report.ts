@@ -289,6 +289,14 @@ export function renderMarkdown(run: RunResult): string {
       `| lock(): claim → body → complete | ${fmtRate(g.lock)} | ${ratio(g.lock / g.floor)} |`,
       `| lock(), the body takes its AbortSignal | ${fmtRate(g.withSignal)} | ${ratio(g.withSignal / g.floor)} |`,
       "",
+      `\`idempotentHttp\` over the same backend, a parsed push body, ${g.pushes.toLocaleString("en-US")} pushes one after another:`,
+      "",
+      "| what | pushes/s | ÷ without auth | µs per push |",
+      "|---|--:|--:|--:|",
+      `| without \`auth\` | ${fmtRate(g.push)} | | ${(1e6 / g.push).toFixed(1)} |`,
+      `| with \`auth\`, one token for every push (as Pub/Sub sends it; verified once) | ${fmtRate(g.pushWithAuth)} | ${ratio(g.pushWithAuth / g.push)} | ${(1e6 / g.pushWithAuth).toFixed(1)} |`,
+      `| with \`auth\`, a new token each push (RS256 verified every time; ${g.newTokens.toLocaleString("en-US")} pushes) | ${fmtRate(g.pushWithNewTokens)} | ${ratio(g.pushWithNewTokens / g.push)} | ${(1e6 / g.pushWithNewTokens).toFixed(1)} |`,
+      "",
     );
   }
   return `${lines.join("\n").trimEnd()}\n`;

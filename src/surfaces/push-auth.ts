@@ -172,6 +172,9 @@ const GOOGLE_ID_TOKEN_ISSUERS: readonly string[] = [
 /** Tolerance of the exp/iat/nbf checks added here, ms. */
 const PUSH_AUTH_CLOCK_SKEW_MS = 60_000;
 
+/** How many verified tokens a verifier keeps (one per push identity and hour in practice). */
+const ACCEPTED_TOKENS_KEPT = 256;
+
 /** Longer than any JWT Google issues; bounds the work an oversized header can cause. */
 const MAX_TOKEN_CHARS = 8_192;
 
@@ -326,6 +329,14 @@ export function verifierFor(
   // Loaded now, so the first push does not wait for it; a failure shows on that push.
   loadClient().catch(() => {});
 
+  // Pub/Sub sends one token with many pushes until it nears expiry: a token that verified is
+  // kept (only accepted ones, which only Google can mint, so the set cannot be flooded), and
+  // its next pushes cost the cheap screen alone. Oldest out first, at most a few hundred.
+  const acceptedTokens = new Map<
+    string,
+    { verdict: PushAuthAccepted; payload: Record<string, unknown> }
+  >();
+
   // Concurrent pushes at a cold start share one certificate fetch; after it the library's
   // own cache (Cache-Control max-age) answers until it lapses.
   let fetching: Promise<unknown> | undefined;
@@ -340,6 +351,14 @@ export function verifierFor(
   };
 
   const check = async (authorization: unknown): Promise<PushAuthAccepted | Refusal> => {
+    // A token seen before: its signature and identity were checked then, and the same bytes
+    // cannot verify differently; only its times are checked again.
+    const seen = acceptedTokens.size === 0 ? undefined : bearerToken(authorization);
+    const known = seen === undefined ? undefined : acceptedTokens.get(seen);
+    if (known !== undefined) {
+      const flaw = claimFlaw(known.payload, resolved.audience, now());
+      return flaw === undefined ? known.verdict : { status: 401, reason: flaw };
+    }
     const screened = screen(authorization, resolved.audience, now());
     if ("status" in screened) return screened;
 
@@ -387,7 +406,14 @@ export function verifierFor(
     // The same checks again, now on the payload the library verified.
     const flaw = claimFlaw(payload, resolved.audience, now());
     if (flaw !== undefined) return { status: 401, reason: flaw };
-    return identity(payload, resolved.serviceAccountEmails);
+    const verdict = identity(payload, resolved.serviceAccountEmails);
+    if ("ok" in verdict) {
+      if (acceptedTokens.size >= ACCEPTED_TOKENS_KEPT) {
+        acceptedTokens.delete(acceptedTokens.keys().next().value as string);
+      }
+      acceptedTokens.set(screened.token, { verdict, payload });
+    }
+    return verdict;
   };
 
   return async (authorization) => {
@@ -448,9 +474,10 @@ function screen(authorization: unknown, audience: string, now: number): Screened
     return { status: 401, reason: "malformed Authorization header" };
   }
   if (authorization.length > MAX_TOKEN_CHARS) return { status: 401, reason: "token too long" };
-  const match = BEARER.exec(authorization.trim());
-  if (match === null) return { status: 401, reason: "Authorization header is not a Bearer token" };
-  const token = match[1] as string;
+  const token = bearerToken(authorization);
+  if (token === undefined) {
+    return { status: 401, reason: "Authorization header is not a Bearer token" };
+  }
   const segments = token.split(".");
   if (segments.length !== 3) return { status: 401, reason: "malformed token" };
   const [headerSegment, payloadSegment, signatureSegment] = segments as [string, string, string];
@@ -469,6 +496,12 @@ function screen(authorization: unknown, audience: string, now: number): Screened
   const flaw = claimFlaw(payload, audience, now);
   if (flaw !== undefined) return { status: 401, reason: flaw };
   return { token, kid: header.kid };
+}
+
+/** The token of a `Bearer` header value of a sane length, or undefined. */
+function bearerToken(authorization: unknown): string | undefined {
+  if (typeof authorization !== "string" || authorization.length > MAX_TOKEN_CHARS) return undefined;
+  return BEARER.exec(authorization.trim())?.[1];
 }
 
 /**

@@ -434,9 +434,40 @@ describe("the default certificate source (google-auth-library's fetch and cache)
       { audience: identity.audience, serviceAccountEmail: identity.email },
       { logger: captureLogger(), certificatesUrl: server.url },
     );
-    expect((await verify(identity.authorization())).ok).toBe(true);
-    expect((await verify(identity.authorization())).ok).toBe(true);
+    // Two different tokens: a token already verified would not need the certificates again.
+    const iat = Math.floor(Date.now() / 1000);
+    expect((await verify(identity.authorization({ iat }))).ok).toBe(true);
+    expect((await verify(identity.authorization({ iat: iat - 1 }))).ok).toBe(true);
     expect(server.fetches()).toBe(2);
+  });
+
+  it("verifies a token once; its next pushes skip the signature check but not the expiry", async () => {
+    let clock = Date.now();
+    let fetches = 0;
+    const verify = createPushVerifier(
+      {
+        ...identity.auth,
+        certificates: async () => {
+          fetches += 1;
+          return identity.certificates();
+        },
+      },
+      { logger: captureLogger(), now: () => clock },
+    );
+    const iat = Math.floor(clock / 1000);
+    const token = identity.authorization({ iat, exp: iat + 120 });
+    expect((await verify(token)).ok).toBe(true);
+    expect((await verify(token)).ok).toBe(true);
+    expect((await verify(token)).ok).toBe(true);
+    expect(fetches).toBe(1);
+    // Past exp and the minute of skew: refused, although it verified before.
+    clock += 181_000;
+    expect(await verify(token)).toMatchObject({ ok: false, status: 401, reason: "token expired" });
+    // A forged token is never served from what the genuine one left behind.
+    const [header, payload] = token.slice(7).split(".");
+    const forged = `Bearer ${header}.${payload}.${"A".repeat(342)}`;
+    clock -= 181_000;
+    expect(await verify(forged)).toMatchObject({ ok: false, status: 401 });
   });
 
   it("answers 503 when the certificate endpoint cannot be reached", async () => {

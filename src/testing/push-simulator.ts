@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { InvalidConfiguration } from "../core/errors.js";
 import { MESSAGE_PUBLISHED_TYPE } from "../surfaces/envelope.js";
+import { parsePushRequest } from "../surfaces/push-formats.js";
 import type { createTestIdentity } from "./push-auth.js";
 
 /**
@@ -694,8 +695,8 @@ export interface SimulateOptions {
  */
 export interface MessageReport {
   /**
-   * The message id every delivery of it carried; for a request of `requests`, its
-   * `x-goog-pubsub-message-id` or `ce-id` header ("" with neither).
+   * The message id every delivery of it carried; for a request of `requests` that carries
+   * none (a CloudEvent that is no Pub/Sub message), the event id; "" when it has neither.
    */
   readonly messageId: string;
   /** The HTTP status of each delivery, in the order the responses came; 0 for a network error. */
@@ -730,6 +731,16 @@ export interface SimulationReport {
 }
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+/** What a prebuilt request is reported by: its messageId, else its event id, else "". */
+function requestId(request: PushHttpRequest): string {
+  try {
+    const message = parsePushRequest(request, request.body);
+    return message.messageId || message.event?.id || "";
+  } catch {
+    return ""; // a malformed request on purpose: the endpoint's answer is what counts
+  }
+}
 
 function isPushBody(value: unknown): value is PushBody {
   if (value === null || typeof value !== "object" || Buffer.isBuffer(value)) return false;
@@ -874,7 +885,7 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
 
   try {
     const asIs = (request: PushHttpRequest) => ({
-      messageId: request.headers["x-goog-pubsub-message-id"] ?? request.headers["ce-id"] ?? "",
+      messageId: requestId(request),
       request: () => request,
     });
     const messages = await Promise.all([

@@ -11,7 +11,7 @@ import { RedisLock } from "gcp-pubsub-idempotency/redis";
 import { SqlLock } from "gcp-pubsub-idempotency/sql";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { startRedisServer } from "../test/harness/redis.js";
+import { startRedisServer } from "../test/support/redis.js";
 import { privatePgDatabase } from "./backends/sql.js";
 import { interleaved, type Op, progress, type Result, type Settings } from "./runner.js";
 import { LEASE_MS, TTL_MS } from "./suite.js";

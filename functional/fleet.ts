@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../test/harness/gcloud-emulator.js";
+import { freePort } from "../test/support/net.js";
 
 export type WorkerKind = "functions-cloudevent" | "functions-http" | "express";
 

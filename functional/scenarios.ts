@@ -4,8 +4,8 @@
  * the quiet ones run side by side; the crash storm runs alone, since it kills workers.
  */
 import type { PubSub, Topic } from "@google-cloud/pubsub";
-import type { Supplier } from "../examples/demo/supplier.js";
-import { PROJECT } from "../test/harness/gcloud-emulator.js";
+import { PROJECT } from "../test/support/gcloud-emulator.js";
+import type { Supplier } from "../test/support/supplier.js";
 import type { PushProxy } from "./proxy.js";
 import type { Delivery, WorkerEvent } from "./records.js";
 

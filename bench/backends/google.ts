@@ -9,7 +9,7 @@ import { Datastore } from "@google-cloud/datastore";
 import { Firestore } from "@google-cloud/firestore";
 import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
 import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
-import { startEmulator } from "../../test/harness/gcloud-emulator.js";
+import { startEmulator } from "../../test/support/gcloud-emulator.js";
 import type { Settings } from "../runner.js";
 import {
   type BackendBench,

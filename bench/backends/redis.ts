@@ -14,7 +14,7 @@ import { createClient, createCluster } from "@redis/client";
 import { RedisLock } from "gcp-pubsub-idempotency/redis";
 import { Cluster, Redis } from "ioredis";
 import { type RedisScriptClient, script, scriptRunner } from "../../src/backends/redis/adapter.js";
-import { startRedisCluster } from "../../test/harness/redis.js";
+import { startRedisCluster } from "../../test/support/redis.js";
 import type { Settings } from "../runner.js";
 import {
   type BackendBench,

@@ -7,8 +7,9 @@
  */
 import { lock } from "gcp-pubsub-idempotency";
 import { warmUpBackend } from "gcp-pubsub-idempotency/testing";
+import { silentLogger } from "../../test/support/logger.js";
+import { sendOrder } from "../../test/support/supplier.js";
 import { type BackendConfig, type BackendName, openBackend } from "./backends.js";
-import { sendOrder } from "./supplier.js";
 
 export interface CrashJob {
   readonly backend: BackendName;
@@ -20,8 +21,6 @@ export interface CrashJob {
   readonly orders: readonly { orderId: string; key: string }[];
 }
 
-const quiet = { info() {}, warn() {}, error() {} };
-
 process.once("message", async (job: CrashJob) => {
   const { lock: backend } = await openBackend(job.backend, job.config);
   // This process's client is new: its first writes (a channel to open, a cold emulator) take
@@ -32,7 +31,7 @@ process.once("message", async (job: CrashJob) => {
   let sent = 0;
   const never = new Promise<never>(() => {});
   for (const { orderId, key } of job.orders) {
-    void lock(key, { backend, leaseMs, logger: quiet }, async () => {
+    void lock(key, { backend, leaseMs, logger: silentLogger }, async () => {
       await sendOrder(job.supplierUrl, orderId, key);
       sent += 1;
       // The last send done: die with every claim still open (no complete, no release).

@@ -10,6 +10,9 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { idempotentHttp, type LockBackend, type Logger } from "gcp-pubsub-idempotency";
 import { pushBody, simulatePushDeliveries, warmUpBackend } from "gcp-pubsub-idempotency/testing";
+// The supplier: a local stand-in for a vendor API that de-duplicates on the Idempotency-Key
+// header ("key your sink"), shared with the functional suite.
+import { sendOrder, startSupplier } from "../../test/support/supplier.js";
 import {
   BACKENDS,
   type BackendConfig,
@@ -19,7 +22,6 @@ import {
   sqlitePathFor,
 } from "./backends.js";
 import type { CrashJob } from "./crash-worker.js";
-import { sendOrder, startSupplier } from "./supplier.js";
 
 // The crashed worker's lease is short so the demo heals in about a second (on a slow
 // store, ten times its slowest call, up to MAX_CRASH_LEASE_MS: well within the storm's

@@ -14,7 +14,7 @@ import {
   type ParsedMessage,
 } from "gcp-pubsub-idempotency";
 import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
-import { sendOrder } from "../../examples/demo/supplier.js";
+import { sendOrder } from "../../test/support/supplier.js";
 import type { WorkerEvent } from "../records.js";
 
 function required(name: string): string {

@@ -1,8 +1,9 @@
 import { DEFAULT_MAX_HOLD_MS } from "./constants.js";
+import { isArraySafe } from "./describe.js";
 import { InvalidConfiguration } from "./errors.js";
 import { errorText } from "./logger.js";
-import type { Claim, HeartbeatOptions, LockBackend, Logger } from "./types.js";
-import { assertPositiveMs, describe } from "./validate.js";
+import type { Claim, LockBackend, Logger } from "./types.js";
+import { assertPositiveMs, describe, readOptions, readProperty } from "./validate.js";
 
 export interface HeartbeatPlan {
   everyMs: number;
@@ -22,16 +23,19 @@ export function planHeartbeat(
   if (heartbeat === undefined || heartbeat === false) return undefined;
   if (
     heartbeat !== true &&
-    (heartbeat === null || typeof heartbeat !== "object" || Array.isArray(heartbeat))
+    (heartbeat === null || typeof heartbeat !== "object" || isArraySafe(heartbeat))
   ) {
     throw new InvalidConfiguration(
       `heartbeat must be true, false or { everyMs?, maxHoldMs? }, got ${describe(heartbeat)}`,
     );
   }
-  if (typeof backend.renew !== "function") {
+  if (typeof readProperty("options.backend.renew", backend, "renew") !== "function") {
     throw new InvalidConfiguration("heartbeat needs a backend with renew(); this backend has none");
   }
-  const options: HeartbeatOptions = heartbeat === true ? {} : (heartbeat as HeartbeatOptions);
+  const options = readOptions("heartbeat", heartbeat === true ? {} : heartbeat, false, [
+    "everyMs",
+    "maxHoldMs",
+  ]);
   const everyMs =
     options.everyMs === undefined ? Math.max(1, Math.floor(leaseMs / 3)) : options.everyMs;
   const maxHoldMs = options.maxHoldMs === undefined ? DEFAULT_MAX_HOLD_MS : options.maxHoldMs;

@@ -1,9 +1,15 @@
 import { DEFAULT_LEASE_MS } from "./constants.js";
-import { IdempotencyError, InvalidConfiguration } from "./errors.js";
+import { InvalidConfiguration } from "./errors.js";
 import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
-import { errorText, guardLogger, jsonLogger } from "./logger.js";
+import { guardLogger, jsonLogger } from "./logger.js";
 import type { LockBackend, Logger } from "./types.js";
-import { assertNonNegativeMs, assertPositiveMs, describe, optionsObject } from "./validate.js";
+import {
+  assertNonNegativeMs,
+  assertPositiveMs,
+  describe,
+  readOptions,
+  readProperty,
+} from "./validate.js";
 
 /** {@link LockOptions} after one validation pass: every field checked, defaults applied. */
 export interface ResolvedLockOptions {
@@ -15,56 +21,49 @@ export interface ResolvedLockOptions {
   readonly heartbeat: HeartbeatPlan | undefined;
 }
 
+const LOCK_OPTION_NAMES = ["backend", "leaseMs", "waitMs", "logger", "heartbeat"] as const;
+
 /**
  * Check every option of a verb or surface once, where it enters: `where` names the caller
  * in each refusal (`lock()`, `idempotentHttp()`). Anything odd about the object itself (a
  * Proxy whose getters throw) is a configuration error too, never a stray TypeError.
  */
 export function resolveLockOptions(where: string, options: unknown): ResolvedLockOptions {
-  return readingOptions(where, () => {
-    const o = optionsObject(where, options, false);
-    const backend = backendOption(where, o.backend);
-    const leaseMs = o.leaseMs === undefined ? DEFAULT_LEASE_MS : o.leaseMs;
-    assertPositiveMs("leaseMs", leaseMs);
-    const waitMs = o.waitMs === undefined ? 0 : o.waitMs;
-    assertNonNegativeMs("waitMs", waitMs);
-    return {
-      backend,
-      leaseMs,
-      waitMs,
-      logger: guardLogger(loggerOption(o.logger)),
-      heartbeat: planHeartbeat(o.heartbeat, backend, leaseMs),
-    };
-  });
+  const o = readOptions(where, options, false, LOCK_OPTION_NAMES);
+  const backend = backendOption(where, o.backend);
+  const leaseMs = o.leaseMs === undefined ? DEFAULT_LEASE_MS : o.leaseMs;
+  assertPositiveMs("leaseMs", leaseMs);
+  const waitMs = o.waitMs === undefined ? 0 : o.waitMs;
+  assertNonNegativeMs("waitMs", waitMs);
+  return {
+    backend,
+    leaseMs,
+    waitMs,
+    logger: guardLogger(loggerOption(o.logger)),
+    heartbeat: planHeartbeat(o.heartbeat, backend, leaseMs),
+  };
 }
 
-/** Run a validation; a throw that is not ours (a hostile getter) becomes a named refusal. */
-export function readingOptions<T>(where: string, read: () => T): T {
-  try {
-    return read();
-  } catch (error) {
-    if (error instanceof IdempotencyError) throw error;
-    throw new InvalidConfiguration(`${where} options could not be read: ${errorText(error)}`);
-  }
-}
+const REQUIRED_METHODS = ["claim", "complete", "release"] as const;
+const OPTIONAL_METHODS = ["renew", "purgeExpired", "close"] as const;
 
 function backendOption(where: string, value: unknown): LockBackend {
-  const b = value as Partial<Record<keyof LockBackend, unknown>> | null | undefined;
+  const what = `${where} options.backend`;
+  const method = (name: string) => readProperty(`${what}.${name}`, value as object, name);
   if (
-    b === null ||
-    typeof b !== "object" ||
-    typeof b.claim !== "function" ||
-    typeof b.complete !== "function" ||
-    typeof b.release !== "function"
+    value === null ||
+    typeof value !== "object" ||
+    !REQUIRED_METHODS.every((name) => typeof method(name) === "function")
   ) {
     throw new InvalidConfiguration(
-      `${where} options.backend must implement claim, complete and release, got ${describe(value)}`,
+      `${what} must implement claim, complete and release, got ${describe(value)}`,
     );
   }
-  for (const name of ["renew", "purgeExpired", "close"] as const) {
-    if (b[name] !== undefined && typeof b[name] !== "function") {
+  for (const name of OPTIONAL_METHODS) {
+    const found = method(name);
+    if (found !== undefined && typeof found !== "function") {
       throw new InvalidConfiguration(
-        `${where} options.backend.${name} must be a function when present, got ${describe(b[name])}`,
+        `${what}.${name} must be a function when present, got ${describe(found)}`,
       );
     }
   }
@@ -73,13 +72,12 @@ function backendOption(where: string, value: unknown): LockBackend {
 
 function loggerOption(value: unknown): Logger {
   if (value === undefined) return jsonLogger;
-  const l = value as Partial<Record<keyof Logger, unknown>> | null;
   if (
-    l === null ||
-    typeof l !== "object" ||
-    typeof l.info !== "function" ||
-    typeof l.warn !== "function" ||
-    typeof l.error !== "function"
+    value === null ||
+    typeof value !== "object" ||
+    !["info", "warn", "error"].every(
+      (level) => typeof readProperty(`logger.${level}`, value, level) === "function",
+    )
   ) {
     throw new InvalidConfiguration(
       `logger must be an object with info, warn and error functions, got ${describe(value)}`,

@@ -110,6 +110,34 @@ export function optionsObject(
   return value as Record<string, unknown>;
 }
 
+/**
+ * Read the named options of `value` once each into a plain object, so every later check
+ * and use sees one value (a getter that answers differently each time cannot slip a bad
+ * value past its check). `value` must be an object (or absent when `optional`); `where`
+ * names the owner in each refusal. A getter or Proxy trap that throws becomes an
+ * {@link InvalidConfiguration} naming the option; unknown option names are not read.
+ */
+export function readOptions<K extends string>(
+  where: string,
+  value: unknown,
+  optional: boolean,
+  names: readonly K[],
+): { readonly [P in K]?: unknown } {
+  const options = optionsObject(where, value, optional);
+  const read: { [P in K]?: unknown } = {};
+  for (const name of names) read[name] = readProperty(`${where} option ${name}`, options, name);
+  return read;
+}
+
+/** One property, read once; a throwing getter or Proxy trap is a configuration error. */
+export function readProperty(what: string, object: object, name: string): unknown {
+  try {
+    return (object as Record<string, unknown>)[name];
+  } catch {
+    throw new InvalidConfiguration(`${what} could not be read (its getter or proxy threw)`);
+  }
+}
+
 /** An optional boolean option: `undefined` or a real boolean, never a truthy stand-in. */
 export function booleanOption(name: string, value: unknown): boolean | undefined {
   if (value === undefined || typeof value === "boolean") return value;

@@ -2,6 +2,7 @@ import { Duplicate, InProgress } from "./errors.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { errorText } from "./logger.js";
 import { type ResolvedLockOptions, resolveLockOptions } from "./options.js";
+import { type Backoff, backoffDelay, sleep } from "./retry.js";
 import type { Claim, ClaimOutcome, GuardedBody, LockOptions } from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
 
@@ -15,19 +16,18 @@ type Resolved = ResolvedLockOptions;
  */
 const UNUSED_SIGNAL_CONTROLLER = new AbortController();
 
-const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+/** Re-claims of a held key while `waitMs` allows: pauses averaging 10 ms, doubling to 500 ms. */
+const HELD_BACKOFF: Backoff = { baseDelayMs: 20, maxDelayMs: 1_000 };
 
 /** Claim, and while `waitMs` allows, retry a held key with a short jittered backoff. */
 async function claimWithin(r: Resolved, key: string): Promise<ClaimOutcome> {
   let outcome = await r.backend.claim(key, r.leaseMs);
   if (outcome.status !== "held" || r.waitMs === 0) return outcome;
   const deadline = Date.now() + r.waitMs;
-  let backoff = 10;
-  while (outcome.status === "held") {
+  for (let n = 1; outcome.status === "held"; n++) {
     const left = deadline - Date.now();
     if (left <= 0) break;
-    await sleep(Math.min(left, backoff / 2 + Math.random() * backoff));
-    backoff = Math.min(backoff * 2, 500);
+    await sleep(Math.min(left, backoffDelay(HELD_BACKOFF, n)));
     outcome = await r.backend.claim(key, r.leaseMs);
   }
   return outcome;

@@ -3,10 +3,10 @@
 import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
 import { errorText } from "../core/logger.js";
-import { readingOptions } from "../core/options.js";
-import { describe } from "../core/validate.js";
+import { describe, readOptions } from "../core/validate.js";
 import type { ParsedMessage } from "./envelope.js";
 import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
+import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
 import { defaultMessageKey, missingKeyReason, parsePushRequest } from "./push-formats.js";
 
 /**
@@ -150,6 +150,14 @@ export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = Ga
 > & {
   /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
   maxBodyBytes?: number;
+  /**
+   * Verify the OIDC token Pub/Sub signs each authenticated push with, before the body is
+   * read: 401 (`WWW-Authenticate: Bearer`) for a missing or invalid token, 403 for a valid
+   * token of an identity not in `serviceAccountEmail`, 503 when the certificates cannot be
+   * had. A refused push never reaches the key, the store or the handler. Needs the optional
+   * peer google-auth-library.
+   */
+  auth?: PushAuthOptions;
 };
 
 /**
@@ -201,9 +209,25 @@ export function idempotentHttp<
   handler: (message: ParsedMessage, req: Q, res: S) => unknown,
 ): (req: Q, res: S) => Promise<void> {
   const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler);
-  const limit = readingOptions("idempotentHttp()", () => maxBodyBytesOption(options.maxBodyBytes));
+  const own = readOptions("idempotentHttp()", options, false, ["maxBodyBytes", "auth"]);
+  const limit = maxBodyBytesOption(own.maxBodyBytes);
   const { logger } = gateway.lock;
+  const verify =
+    own.auth === undefined
+      ? undefined
+      : verifierFor(resolvePushAuthOptions(own.auth, "idempotentHttp() options.auth"), {
+          logger,
+        });
   const serve = async (req: Q, res: S): Promise<void> => {
+    if (verify !== undefined) {
+      // The verifier logs each refusal once, with the reason; the caller learns only the kind.
+      const verdict = await verify(authorizationHeader(req));
+      if (!verdict.ok) {
+        for (const [name, value] of Object.entries(verdict.headers)) res.setHeader?.(name, value);
+        send(res, verdict.status, REFUSAL_TEXT[verdict.status]);
+        return;
+      }
+    }
     let message: ParsedMessage;
     try {
       message = parsePushRequest(req, await readBody(req, limit));
@@ -260,6 +284,19 @@ export function idempotentHttp<
       }
     }
   };
+}
+
+const REFUSAL_TEXT = {
+  401: "the push is not authenticated",
+  403: "the push identity is not allowed",
+  503: "the push could not be authenticated now; retry",
+} as const;
+
+/** The one Authorization value; a repeated header is never a valid token, so it is refused. */
+function authorizationHeader(req: HttpRequestLike): string | undefined {
+  const value = req.headers?.authorization;
+  if (value === undefined || typeof value === "string") return value;
+  return "";
 }
 
 function maxBodyBytesOption(value: unknown): number {

@@ -3,9 +3,15 @@
 // one outcome. Each surface only maps that outcome to its own ack/nack or HTTP status.
 import { asError, Duplicate, InProgress, type InvalidKey, UnkeyedMessage } from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
-import { type ResolvedLockOptions, readingOptions, resolveLockOptions } from "../core/options.js";
+import { type ResolvedLockOptions, resolveLockOptions } from "../core/options.js";
 import type { LockOptions, Logger } from "../core/types.js";
-import { assertFunction, assertValidKey, booleanOption, functionOption } from "../core/validate.js";
+import {
+  assertFunction,
+  assertValidKey,
+  booleanOption,
+  functionOption,
+  readOptions,
+} from "../core/validate.js";
 import { runResolved } from "../core/verbs.js";
 
 /**
@@ -92,15 +98,13 @@ export function resolveGatewayOptions<I>(
   const where = `${surface}()`;
   const lock = resolveLockOptions(where, options);
   assertFunction(where, "handler", handler);
-  return readingOptions(where, () => {
-    const o = options as Record<string, unknown>;
-    return {
-      lock,
-      key: functionOption<(input: I) => unknown>("options.key", o.key),
-      onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
-      allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
-    };
-  });
+  const o = readOptions(where, options, false, ["key", "onDuplicate", "allowUnguarded"]);
+  return {
+    lock,
+    key: functionOption<(input: I) => unknown>("options.key", o.key),
+    onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
+    allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
+  };
 }
 
 /** One message as a surface hands it to {@link deliver}. */

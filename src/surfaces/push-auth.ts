@@ -2,9 +2,14 @@ import { Buffer } from "node:buffer";
 import { isArraySafe } from "../core/describe.js";
 import { InvalidConfiguration } from "../core/errors.js";
 import { errorText, guardLogger, jsonLogger } from "../core/logger.js";
-import { readingOptions } from "../core/options.js";
 import type { Logger } from "../core/types.js";
-import { describe, functionOption, optionsObject, stringOption } from "../core/validate.js";
+import {
+  describe,
+  functionOption,
+  optionsObject,
+  readOptions,
+  stringOption,
+} from "../core/validate.js";
 
 // Push authentication: Pub/Sub signs each authenticated push with a Google-issued OIDC token
 // (`Authorization: Bearer <JWT>`). google-auth-library (an optional peer, imported when a
@@ -12,7 +17,9 @@ import { describe, functionOption, optionsObject, stringOption } from "../core/v
 // look at the header's `alg`, at `nbf`, at `email`/`email_verified`, and its clock (the
 // system's, 5 min skew) cannot be injected: those checks are added here, the clock ones with
 // a 1 min skew. Everything that can be refused without certificates is refused first, so a
-// junk request costs no certificate fetch and no RSA work.
+// junk request costs no certificate fetch and no RSA work. One file over 350 lines because it
+// is one path: the option check, the cheap screen, the library call and the identity check
+// each refuse a part of what the one before let through.
 
 /**
  * The `auth` option of `idempotentHttp`: who may push to the endpoint.
@@ -181,36 +188,41 @@ const NO_HEADERS = Object.freeze({});
  * {@link InvalidConfiguration}) names the field, prefixed by `name`.
  */
 export function resolvePushAuthOptions(value: unknown, name = "auth"): ResolvedPushAuthOptions {
-  return readingOptions(name, () => {
-    const o = optionsObject(name, value, false);
-    // A misspelt key of a security option must not silently widen who may push.
-    for (const key of Object.keys(o)) {
-      if (!KNOWN_OPTIONS.has(key)) {
-        throw new InvalidConfiguration(
-          `${name} has no option ${JSON.stringify(key)} (it takes audience, serviceAccountEmail, certificates)`,
-        );
-      }
-    }
-    if (o.audience === undefined) {
+  const given = optionsObject(name, value, false);
+  let keys: string[];
+  try {
+    keys = Object.keys(given);
+  } catch {
+    throw new InvalidConfiguration(`${name} could not be read (its proxy threw)`);
+  }
+  // A misspelt key of a security option must not silently widen who may push.
+  for (const key of keys) {
+    if (!KNOWN_OPTIONS.has(key)) {
       throw new InvalidConfiguration(
-        `${name}.audience is required: the token audience of the push subscription (--push-auth-token-audience, by default the push endpoint URL)`,
+        `${name} has no option ${JSON.stringify(key)} (it takes audience, serviceAccountEmail, certificates)`,
       );
     }
-    const audience = stringOption(
-      `${name}.audience`,
-      o.audience,
-      AUDIENCE,
-      "a non-empty string without whitespace or control characters, at most 2048 long",
-    ) as string;
-    return {
-      audience,
-      serviceAccountEmails: emailsOption(`${name}.serviceAccountEmail`, o.serviceAccountEmail),
-      certificates: functionOption<() => Promise<Record<string, string>>>(
-        `${name}.certificates`,
-        o.certificates,
-      ),
-    };
-  });
+  }
+  const o = readOptions(name, given, false, ["audience", "serviceAccountEmail", "certificates"]);
+  if (o.audience === undefined) {
+    throw new InvalidConfiguration(
+      `${name}.audience is required: the token audience of the push subscription (--push-auth-token-audience, by default the push endpoint URL)`,
+    );
+  }
+  const audience = stringOption(
+    `${name}.audience`,
+    o.audience,
+    AUDIENCE,
+    "a non-empty string without whitespace or control characters, at most 2048 long",
+  ) as string;
+  return {
+    audience,
+    serviceAccountEmails: emailsOption(`${name}.serviceAccountEmail`, o.serviceAccountEmail),
+    certificates: functionOption<() => Promise<Record<string, string>>>(
+      `${name}.certificates`,
+      o.certificates,
+    ),
+  };
 }
 
 function emailsOption(name: string, value: unknown): ReadonlySet<string> | undefined {
@@ -274,7 +286,14 @@ export function createPushVerifier(
   options: PushAuthOptions,
   context: PushVerifierContext = {},
 ): PushVerifier {
-  const resolved = resolvePushAuthOptions(options);
+  return verifierFor(resolvePushAuthOptions(options), context);
+}
+
+/** {@link createPushVerifier} for options already checked (by a surface, under its own name). */
+export function verifierFor(
+  resolved: ResolvedPushAuthOptions,
+  context: PushVerifierContext = {},
+): PushVerifier {
   const logger = guardLogger(context.logger ?? jsonLogger);
   const now = functionOption<() => number>("now", context.now) ?? Date.now;
   const certificatesUrl = stringOption(

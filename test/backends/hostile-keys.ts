@@ -1,5 +1,5 @@
-// The hostile-keys property, shared by hostile-keys.test.ts (memory, Redis, SQL) and the
-// Datastore and Firestore contract files (which reuse their emulator: two more JVMs beside
+// The hostile-keys property, shared by hostile-keys.test.ts (memory, Redis, SQL) and
+// datastore.test.ts and firestore.test.ts (which reuse their emulator: two more JVMs beside
 // theirs made the contract's 400 ms leases flaky on a busy machine).
 //
 // Hostile keys through lock(), 8 callers racing per key: emoji and surrogate pairs, RTL
@@ -12,10 +12,10 @@ import { describe, expect, it } from "vitest";
 import { MAX_KEY_BYTES } from "../../src/core/constants.js";
 import type { LockBackend } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
+import { silentLogger } from "../support/logger.js";
 
 const SEED = Number(process.env.FC_SEED ?? 1024);
 const CALLERS = 8;
-const silent = { info() {}, warn() {}, error() {} };
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 // --- the keys -------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ async function race(backend: LockBackend, keys: string[]): Promise<void> {
       key,
       results: await Promise.allSettled(
         Array.from({ length: CALLERS }, () =>
-          lock(key, { backend, leaseMs: 60_000, logger: silent }, async () => {
+          lock(key, { backend, leaseMs: 60_000, logger: silentLogger }, async () => {
             runs.set(key, (runs.get(key) ?? 0) + 1);
             await sleep(5);
           }),

@@ -3,7 +3,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { BackendError, Duplicate, lock } from "../../src/index.js";
-import { type RedisServer, startRedisServer } from "../harness/redis.js";
+import { silentLogger } from "../support/logger.js";
+import { type RedisServer, startRedisServer } from "../support/redis.js";
 
 // Fault tests run on a redis-server of their own: the shared one is never disturbed.
 let server: RedisServer;
@@ -13,8 +14,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-const silent = { info() {}, warn() {}, error() {} };
 
 async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -38,7 +37,7 @@ describe("RedisLock when the connection is lost mid-run", () => {
     await until(() => client.status === "ready", "ioredis to connect");
     try {
       const backend = new RedisLock({ client, prefix: "faults-io:" });
-      const options = { backend, leaseMs: 5_000, logger: silent };
+      const options = { backend, leaseMs: 5_000, logger: silentLogger };
       let bodies = 0;
       await lock("order-1", options, () => {
         bodies++;
@@ -92,7 +91,7 @@ describe("RedisLock when the connection is lost mid-run", () => {
     await client.connect();
     try {
       const backend = new RedisLock({ client, prefix: "faults-nr:" });
-      const options = { backend, leaseMs: 5_000, logger: silent };
+      const options = { backend, leaseMs: 5_000, logger: silentLogger };
       await lock("order-1", options, () => {});
       await admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
       // node-redis reconnects at once, so a call just after the kill may ride the new socket;
@@ -129,7 +128,7 @@ describe("RedisLock across a server crash and restart", () => {
     try {
       await until(() => client.status === "ready", "ioredis to connect");
       const backend = new RedisLock({ client, prefix: "crash:" });
-      const options = { backend, leaseMs: 60_000, logger: silent };
+      const options = { backend, leaseMs: 60_000, logger: silentLogger };
       let bodies = 0;
       await lock("done-before-crash", options, () => {
         bodies++;

@@ -12,7 +12,7 @@ import {
   mutex,
 } from "../../src/index.js";
 import { createFakeClock } from "../../src/testing/index.js";
-import { captureLogger } from "../helpers/logger.js";
+import { captureLogger } from "../support/logger.js";
 
 const LEASE = 1_000;
 const TTL = 10_000;

@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { emulatorOrSkip } from "../harness/gcloud-emulator.js";
-import { findOrStartRedis, type RedisServer } from "../harness/redis.js";
+import { afterAll, expect, it, vi } from "vitest";
+import { findOrStartRedis } from "../support/redis.js";
+import { emulatorOrSkip, startOrSkip } from "../support/required.js";
 
 const run = promisify(execFile);
 const FLAGS = ["--import", "tsx", "--import", "./scripts/text-loader.mjs", "examples/demo/main.ts"];
@@ -63,17 +63,7 @@ function expectCleanRun(result: { code: number; stdout: string; stderr: string }
   expect(stdout).toContain("OK: every order acked and at the supplier exactly once");
 }
 
-let redis: RedisServer | undefined;
-let redisSkip = "";
-beforeAll(async () => {
-  const found = await findOrStartRedis();
-  if ("reason" in found) {
-    if (process.env.CI) throw new Error(`Redis is required in CI: ${found.reason}`);
-    redisSkip = found.reason;
-  } else {
-    redis = found;
-  }
-});
+const redis = await startOrSkip("Redis", findOrStartRedis);
 afterAll(async () => {
   await redis?.stop();
 });
@@ -97,25 +87,23 @@ it.each(["postgres", "mysql"])("demo on %s: exit 0, every order exactly once", a
   expect(row(result.stdout, "backend")).toBe(backend);
 });
 
-it("demo on redis: a real crashing child process heals after its lease, exit 0", async (ctx) => {
-  if (!redis) {
-    console.warn(`skipping the redis demo: ${redisSkip}`);
-    ctx.skip();
-    return;
-  }
-  const result = await demo([
-    "--orders",
-    "60",
-    "--seed",
-    "3",
-    "--backend",
-    "redis",
-    "--redis-url",
-    redis.url,
-  ]);
-  expectCleanRun(result, 60);
-  expect(row(result.stdout, "backend")).toBe("redis");
-});
+it.skipIf(!redis)(
+  "demo on redis: a real crashing child process heals after its lease, exit 0",
+  async () => {
+    const result = await demo([
+      "--orders",
+      "60",
+      "--seed",
+      "3",
+      "--backend",
+      "redis",
+      "--redis-url",
+      redis!.url,
+    ]);
+    expectCleanRun(result, 60);
+    expect(row(result.stdout, "backend")).toBe("redis");
+  },
+);
 
 it("demo --help explains the options and the in-process crash on memory", async () => {
   const result = await demo(["--help"]);
@@ -130,13 +118,14 @@ it("demo rejects an unknown backend with exit code 2", async () => {
   expect(result.stderr).toContain("unknown --backend");
 });
 
-it.each([
+it.for([
   ["datastore", "DATASTORE_EMULATOR_HOST"],
   ["firestore", "FIRESTORE_EMULATOR_HOST"],
 ] as const)(
   "demo on %s (official emulator): exit 0, every order exactly once",
-  async (backend, variable) => {
-    const emulator = await emulatorOrSkip(backend);
+  { timeout: DEMO_TIMEOUT_MS + 70_000 },
+  async ([backend, variable], ctx) => {
+    const emulator = await emulatorOrSkip(backend, ctx);
     if (!emulator) return;
     try {
       const result = await demo(["--orders", "40", "--seed", "3", "--backend", backend], {
@@ -149,5 +138,4 @@ it.each([
       await emulator.stop();
     }
   },
-  DEMO_TIMEOUT_MS + 70_000,
 );

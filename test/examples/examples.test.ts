@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, type TestContext } from "vitest";
 
 import {
   createHandler as createFunction,
@@ -19,21 +19,11 @@ import {
   simulatePushDeliveries,
   structuredCloudEvent,
 } from "../../src/testing/index.js";
-import { findOrStartRedis, type RedisServer } from "../harness/redis.js";
+import { findOrStartRedis } from "../support/redis.js";
+import { startOrSkip } from "../support/required.js";
 
-let redisServer: RedisServer | undefined;
-let client: Redis | undefined;
-let redisSkip = "";
-beforeAll(async () => {
-  const found = await findOrStartRedis();
-  if ("reason" in found) {
-    if (process.env.CI) throw new Error(`Redis is required in CI: ${found.reason}`);
-    redisSkip = found.reason;
-    return;
-  }
-  redisServer = found;
-  client = new Redis(found.url);
-});
+const redisServer = await startOrSkip("Redis", findOrStartRedis);
+const client = redisServer ? new Redis(redisServer.url) : undefined;
 afterAll(async () => {
   client?.disconnect();
   await redisServer?.stop();
@@ -52,13 +42,9 @@ const backends: [string, () => LockBackend | undefined][] = [
 ];
 
 describe.each(backends)("examples on %s", (name, make) => {
-  const backendOrSkip = (ctx: { skip: () => void }): LockBackend => {
+  const backendOrSkip = (ctx: TestContext): LockBackend => {
     const backend = make();
-    if (!backend) {
-      console.warn(`skipping ${name}: ${redisSkip}`);
-      ctx.skip();
-      throw new Error("skipped");
-    }
+    if (!backend) ctx.skip(`${name} cannot start`);
     return backend;
   };
 

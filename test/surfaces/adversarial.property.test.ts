@@ -15,7 +15,7 @@ import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InvalidConfiguration } from "../../src/core/errors.js";
 import type { Logger } from "../../src/core/types.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
-import { hostileThrows } from "../helpers/hostile.js";
+import { hostileThrows } from "../support/hostile-throws.js";
 import { listen } from "./helpers.js";
 
 const SEED = 20261203;

@@ -11,7 +11,7 @@ import type { Logger } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
 import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
-import { hostileThrows } from "../helpers/hostile.js";
+import { hostileThrows } from "../support/hostile-throws.js";
 import { captureLogger, listen, post } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];

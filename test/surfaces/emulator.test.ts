@@ -3,7 +3,8 @@ import { type Message, PubSub } from "@google-cloud/pubsub";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
-import { type Emulator, emulatorOrSkip, PROJECT } from "../harness/gcloud-emulator.js";
+import { type Emulator, PROJECT } from "../support/gcloud-emulator.js";
+import { emulatorOrSkip } from "../support/required.js";
 import { captureLogger, listen } from "./helpers.js";
 
 async function until(check: () => boolean | Promise<boolean>, ms: number, what: string) {
@@ -15,7 +16,7 @@ async function until(check: () => boolean | Promise<boolean>, ms: number, what: 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-// In CI a missing emulator is a failure, never a quiet skip (emulatorOrSkip throws there).
+// In CI a missing emulator is a failure, never a quiet skip (see test/support/required.ts).
 const emulator: Emulator | undefined = await emulatorOrSkip("pubsub");
 
 describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {

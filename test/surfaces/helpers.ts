@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
-export { captureLogger } from "../helpers/logger.js";
+export { captureLogger } from "../support/logger.js";
 
 export async function listen(server: Server): Promise<{ url: string; close: () => Promise<void> }> {
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));

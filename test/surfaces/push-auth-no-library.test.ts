@@ -3,7 +3,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { createPushVerifier } from "../../src/surfaces/push-auth.js";
 import { createTestIdentity } from "../../src/testing/push-auth.js";
-import { captureLogger } from "../helpers/logger.js";
+import { captureLogger } from "../support/logger.js";
 
 vi.mock("google-auth-library", () => {
   throw Object.assign(new Error("Cannot find package 'google-auth-library'"), {

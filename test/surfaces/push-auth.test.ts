@@ -20,7 +20,7 @@ import {
   type ForgedPushAuthKind,
 } from "../../src/testing/push-auth.js";
 import { simulatePushDeliveries } from "../../src/testing/push-simulator.js";
-import { captureLogger } from "../helpers/logger.js";
+import { captureLogger } from "../support/logger.js";
 
 // One key pair for the file: RSA key generation is the slow part on a busy machine.
 const identity = createTestIdentity({ audience: "https://orders.example.test/push" });

@@ -1,14 +1,23 @@
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { InvalidConfiguration } from "../../core/errors.js";
+import {
+  claimTransition,
+  completeTransition,
+  type Decide,
+  type LockRecord,
+  purgeTransition,
+  releaseTransition,
+  renewTransition,
+} from "../../core/transitions.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
 import {
   assertPositiveMs,
   assertValidKey,
   describe,
   functionOption,
+  readOptions,
   ttlOption,
 } from "../../core/validate.js";
-import { readOptions } from "../shared/options.js";
 
 /**
  * Options of {@link InMemoryLock}.
@@ -36,20 +45,12 @@ export interface InMemoryLockOptions {
   now?: () => number;
 }
 
-interface MemoryRecord {
-  state: "claimed" | "done";
-  fencingId: number;
-  leaseExpiresAt: number;
-  /** The earliest moment the record may be physically deleted. */
-  expiresAt: number;
-}
-
 /** How many records each claim inspects for expiry, so memory stays bounded without a timer. */
 const SWEEP_STEP = 2;
 
 /**
- * The reference backend: the whole transition table in one process's memory. For tests
- * and single-process use; it is not shared between instances.
+ * The reference backend: the transition table of docs/state-machine.md over one process's
+ * memory. For tests and single-process use; it is not shared between instances.
  *
  * Memory: every claim also inspects a couple of records and deletes those past their
  * `expiresAt`, so the map holds roughly the records that are still live. Call
@@ -69,8 +70,8 @@ export class InMemoryLock implements LockBackend {
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
   private readonly clock: () => number;
-  private readonly records = new Map<string, MemoryRecord>();
-  private sweepCursor: IterableIterator<[string, MemoryRecord]> | undefined;
+  private readonly records = new Map<string, LockRecord>();
+  private sweepCursor: IterableIterator<[string, LockRecord]> | undefined;
 
   /**
    * Checks every option before anything else: a `ttlMs` that is not a whole number of ms
@@ -104,54 +105,46 @@ export class InMemoryLock implements LockBackend {
     assertPositiveMs("leaseMs", leaseMs);
     const now = this.now();
     this.sweep(now);
-    const record = this.records.get(key);
-    if (record === undefined) return this.win(key, 1, now, leaseMs);
-    if (record.state === "done") {
-      if (now < record.expiresAt) return { status: "done" };
-    } else if (now < record.leaseExpiresAt) {
-      return { status: "held", leaseExpiresAt: record.leaseExpiresAt };
+    const { answer, write } = claimTransition(this.records.get(key), now, {
+      key,
+      leaseMs,
+      ttlMs: this.ttlMs,
+    });
+    if (write !== undefined) {
+      // Re-insert so the sweep cursor, which walks insertion order, meets it again later.
+      this.records.delete(key);
+      this.records.set(key, write);
     }
-    // A lapsed lease or ttl: reclaim, and the fence rises because the record still exists.
-    return this.win(key, record.fencingId + 1, now, leaseMs);
+    return answer;
   }
 
   async complete(claim: Claim): Promise<boolean> {
     assertValidKey(claim.key);
-    const record = this.current(claim);
-    if (record === undefined) return false;
-    if (record.state === "claimed") {
-      record.state = "done";
-      record.expiresAt = this.now() + this.ttlMs;
-    }
-    return true;
+    return this.apply(claim.key, (record, now) =>
+      completeTransition(record, now, { claim, ttlMs: this.ttlMs }),
+    );
   }
 
   async release(claim: Claim): Promise<void> {
     assertValidKey(claim.key);
-    const record = this.current(claim);
-    if (record === undefined || record.state !== "claimed") return;
-    const now = this.now();
-    record.fencingId += 1;
-    record.leaseExpiresAt = now;
-    record.expiresAt = now + this.ttlMs;
+    this.apply(claim.key, (record, now) =>
+      releaseTransition(record, now, { claim, ttlMs: this.ttlMs }),
+    );
   }
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
     assertValidKey(claim.key);
     assertPositiveMs("leaseMs", leaseMs);
-    const record = this.current(claim);
-    if (record === undefined || record.state !== "claimed") return false;
-    const now = this.now();
-    record.leaseExpiresAt = now + leaseMs;
-    record.expiresAt = record.leaseExpiresAt + this.ttlMs;
-    return true;
+    return this.apply(claim.key, (record, now) =>
+      renewTransition(record, now, { claim, leaseMs, ttlMs: this.ttlMs }),
+    );
   }
 
   async purgeExpired(): Promise<number> {
     const now = this.now();
     let removed = 0;
     for (const [key, record] of this.records) {
-      if (now >= record.expiresAt) {
+      if (purgeTransition(record, now).write === "delete") {
         this.records.delete(key);
         removed += 1;
       }
@@ -164,25 +157,12 @@ export class InMemoryLock implements LockBackend {
     this.records.clear();
   }
 
-  private win(key: string, fencingId: number, now: number, leaseMs: number): ClaimOutcome {
-    const leaseExpiresAt = now + leaseMs;
-    // Re-insert so the sweep cursor, which walks insertion order, meets it again later.
-    this.records.delete(key);
-    this.records.set(key, {
-      state: "claimed",
-      fencingId,
-      leaseExpiresAt,
-      expiresAt: leaseExpiresAt + this.ttlMs,
-    });
-    return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
-  }
-
-  /** The record, if the claim's fence is still the record's. */
-  private current(claim: Claim): MemoryRecord | undefined {
-    const record = this.records.get(claim.key);
-    if (record === undefined || record.fencingId !== claim.fencingId) return undefined;
-    if (this.now() >= record.expiresAt) return undefined;
-    return record;
+  /** One fenced call: read the record, apply its transition, store what it writes. */
+  private apply<A>(key: string, transition: Decide<A>): A {
+    const { answer, write } = transition(this.records.get(key), this.now());
+    // Map.set on a present key keeps its place in the sweep's insertion order.
+    if (write !== undefined) this.records.set(key, write);
+    return answer;
   }
 
   private sweep(now: number): void {
@@ -194,7 +174,7 @@ export class InMemoryLock implements LockBackend {
         return;
       }
       const [key, record] = next.value;
-      if (now >= record.expiresAt) this.records.delete(key);
+      if (purgeTransition(record, now).write === "delete") this.records.delete(key);
     }
   }
 }

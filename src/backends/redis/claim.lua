@@ -1,12 +1,15 @@
 --[[
   claim: create, reclaim, or report the record of one key.
 
-  Implements the claim rows of docs/state-machine.md:
-    absent  | claim | —                     → claimed, won, fence 1
-    claimed | claim | now < leaseExpiresAt  → held
-    claimed | claim | now ≥ leaseExpiresAt  → claimed (new token), won, fence + 1
-    done    | claim | now < expiresAt       → done
-    done    | claim | now ≥ expiresAt       → claimed, won, fence + 1
+  Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
+  src/core/transitions.ts), named as there:
+    absent  | claim | —                     → claimed, won, fence 1                [claim.absent]
+    claimed | claim | now < leaseExpiresAt  → held                                 [claim.held]
+    claimed | claim | now ≥ leaseExpiresAt  → claimed (new token), won, fence + 1  [claim.lapsed]
+    done    | claim | now < expiresAt       → done                                 [claim.done]
+    done    | claim | now ≥ expiresAt       → claimed, won, fence + 1              [claim.expired]
+  claim.own needs no script: a script runs whole, so no claim is retried after its write.
+  purge.expired is Redis's own: every write sets PEXPIREAT at the record's expiresAt.
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched, so Cluster-safe

@@ -2,11 +2,13 @@
   complete: claimed → done when the fence matches.
   No lease guard: until someone reclaims, a lapsed holder is still the only one that ran the work.
 
-  Implements the complete rows of docs/state-machine.md:
+  Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
+  src/core/transitions.ts), named as there:
     claimed | complete | fence matches (no lease guard)      → done, expiresAt = now + ttl, true
-    claimed | complete | fence stale                         → unchanged, false
-    done    | complete | fence matches (a retried complete)  → done, true
-    done    | complete | fence stale                         → done, false
+                                                                                [complete.claimed]
+    claimed | complete | fence stale                         → unchanged, false  [complete.fenced]
+    done    | complete | fence matches (a retried complete)  → done, true        [complete.retried]
+    done    | complete | fence stale                         → done, false       [complete.fenced]
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched
@@ -17,7 +19,7 @@
     1  done (now, or already: a retried complete with a matching fence)
     0  fenced out: no record, a newer fence, or a record past its expiry
 
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -25,11 +27,11 @@ local fencingId = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
-if not r[1] or tonumber(r[2]) ~= fencingId or now >= tonumber(r[3]) then
+local state = fenced_state(key, fencingId, now)
+if not state then
   return 0
 end
-if r[1] == 'done' then
+if state == 'done' then
   return 1
 end
 

@@ -3,12 +3,19 @@
  *
  * @module gcp-pubsub-idempotency/redis
  */
+
 import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
-import { BackendError, InvalidConfiguration } from "../../core/errors.js";
+import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, describe, ttlOption } from "../../core/validate.js";
-import { readOptions } from "../shared/options.js";
+import {
+  assertPositiveMs,
+  assertValidKey,
+  describe,
+  readOptions,
+  ttlOption,
+} from "../../core/validate.js";
+import { callStore } from "../shared/store-call.js";
 import {
   isScriptClient,
   type RedisScriptClient,
@@ -131,62 +138,59 @@ export class RedisLock implements LockBackend {
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    const reply = await this.call("claim", key, CLAIM, [
-      String(leaseMs),
-      String(this.ttlMs),
-      randomUUID(),
-    ]);
-    if (Array.isArray(reply) && reply.length === 3) {
+    const args = [String(leaseMs), String(this.ttlMs), randomUUID()];
+    return this.call("claim", key, CLAIM, args, (reply) => {
+      if (!Array.isArray(reply) || reply.length !== 3) return undefined;
       const [status, fencingId, until] = reply as unknown[];
-      if (isInt(fencingId) && isInt(until)) {
-        if (status === "won") {
-          return { status: "won", claim: { key, fencingId, leaseExpiresAt: until } };
-        }
-        if (status === "held") return { status: "held", leaseExpiresAt: until };
-        if (status === "done") return { status: "done" };
-      }
-    }
-    throw unexpected("claim", key, reply);
+      if (!isInt(fencingId) || !isInt(until)) return undefined;
+      if (status === "won") return { status, claim: { key, fencingId, leaseExpiresAt: until } };
+      if (status === "held") return { status, leaseExpiresAt: until };
+      if (status === "done") return { status };
+      return undefined;
+    });
   }
 
   async complete(claim: Claim): Promise<boolean> {
     assertValidKey(claim.key);
-    const reply = await this.call("complete", claim.key, COMPLETE, [
-      String(claim.fencingId),
-      String(this.ttlMs),
-    ]);
-    if (reply === 1 || reply === 0) return reply === 1;
-    throw unexpected("complete", claim.key, reply);
+    const args = [String(claim.fencingId), String(this.ttlMs)];
+    return this.call("complete", claim.key, COMPLETE, args, flag);
   }
 
   async release(claim: Claim): Promise<void> {
     assertValidKey(claim.key);
-    const reply = await this.call("release", claim.key, RELEASE, [
-      String(claim.fencingId),
-      String(this.ttlMs),
-    ]);
-    if (reply !== 1 && reply !== 0) throw unexpected("release", claim.key, reply);
+    const args = [String(claim.fencingId), String(this.ttlMs)];
+    await this.call("release", claim.key, RELEASE, args, flag);
   }
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
     assertValidKey(claim.key);
     assertPositiveMs("leaseMs", leaseMs);
-    const reply = await this.call("renew", claim.key, RENEW, [
-      String(claim.fencingId),
-      String(leaseMs),
-      String(this.ttlMs),
-    ]);
-    if (Array.isArray(reply) && (reply[0] === 1 || reply[0] === 0)) return reply[0] === 1;
-    throw unexpected("renew", claim.key, reply);
+    const args = [String(claim.fencingId), String(leaseMs), String(this.ttlMs)];
+    return this.call("renew", claim.key, RENEW, args, (reply) =>
+      Array.isArray(reply) ? flag(reply[0]) : undefined,
+    );
   }
 
-  /** Every store failure (connection, timeout, READONLY, a script error) names verb and key. */
-  private async call(verb: string, key: string, s: Script, args: string[]): Promise<unknown> {
-    try {
-      return await this.run(s, this.prefix + key, args);
-    } catch (error) {
-      throw new BackendError("redis", verb, key, error);
-    }
+  /**
+   * Run one script and read its reply with `parse` (undefined: a reply no script gives).
+   * Every failure (connection, timeout, READONLY, a script error, an unexpected reply)
+   * becomes a BackendError naming the operation and the key.
+   */
+  private call<T>(
+    operation: string,
+    key: string,
+    s: Script,
+    args: string[],
+    parse: (reply: unknown) => T | undefined,
+  ): Promise<T> {
+    return callStore("redis", operation, key, async () => {
+      const reply = await this.run(s, this.prefix + key, args);
+      const parsed = parse(reply);
+      if (parsed === undefined) {
+        throw new Error(`unexpected script reply ${JSON.stringify(reply)?.slice(0, 200)}`);
+      }
+      return parsed;
+    });
   }
 }
 
@@ -207,11 +211,7 @@ function isInt(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value);
 }
 
-function unexpected(verb: string, key: string, reply: unknown): BackendError {
-  return new BackendError(
-    "redis",
-    verb,
-    key,
-    new Error(`unexpected script reply ${JSON.stringify(reply)?.slice(0, 200)}`),
-  );
+/** A 1 / 0 reply as true / false; undefined for anything else. */
+function flag(reply: unknown): boolean | undefined {
+  return reply === 1 ? true : reply === 0 ? false : undefined;
 }

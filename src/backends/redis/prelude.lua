@@ -2,11 +2,15 @@
 -- complete.lua, release.lua and renew.lua once, at module load; the SHA sent with EVALSHA is the
 -- SHA of that assembled text, so the four scripts stay self-contained on the server.
 --
--- Defines (as locals of the script's chunk: 2 of Lua's 200, no globals)
+-- Defines (as locals of the script's chunk: 3 of Lua's 200, no globals)
 --   int(n)    n as a plain integer string ('%.0f'); tostring() switches to exponent form above
 --             1e14. Lua numbers are doubles: every fence and epoch-ms time stays below 2^53.
 --   now_ms()  the server's clock in epoch ms, from TIME: seconds * 1000 + floor(µs / 1000), so
 --             every client is judged by one clock.
+--   fenced_state(key, fencingId, now)
+--             the record's state ('claimed' or 'done') when it exists, carries this fence and
+--             is not past its expiresAt; nil otherwise. The guard every fenced call shares:
+--             a stale fence or an expired record is never changed.
 --
 -- Also turns on effects replication first: Redis 3.2-4 refuse a write after TIME without it; a
 -- no-op since 5, and the check skips it wherever the function is gone.
@@ -20,4 +24,12 @@ end
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function fenced_state(key, fencingId, now)
+  local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
+  if not r[1] or tonumber(r[2]) ~= fencingId or now >= tonumber(r[3]) then
+    return nil
+  end
+  return r[1]
 end

@@ -2,11 +2,12 @@
   release: abandon a claim. The lease ends now and the fence rises, so the released claim can
   never complete later; the record itself stays.
 
-  Implements the release rows of docs/state-machine.md:
-    claimed | release | fence matches  → claimed, leaseExpiresAt = now, fence + 1
-    claimed | release | fence stale    → unchanged, no-op
-    done    | release | fence stale    → done, no-op
-    A done record is left alone with a matching fence too: only claimed records change.
+  Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
+  src/core/transitions.ts), named as there:
+    claimed | release | fence matches  → claimed, leaseExpiresAt = now, fence + 1  [release.claimed]
+    claimed | release | fence stale    → unchanged, no-op                          [release.fenced]
+    done    | release | fence stale    → done, no-op                               [release.fenced]
+    done    | release | fence matches  → done, no-op                               [release.fenced]
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched
@@ -17,7 +18,7 @@
     1  released
     0  no-op: no record, a stale fence, a done record, or a record past its expiry
 
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -25,8 +26,7 @@ local fencingId = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
-if r[1] ~= 'claimed' or tonumber(r[2]) ~= fencingId or now >= tonumber(r[3]) then
+if fenced_state(key, fencingId, now) ~= 'claimed' then
   return 0
 end
 

@@ -1,11 +1,12 @@
 --[[
   renew: extend a claim whose fence still matches.
 
-  Implements the renew rows of docs/state-machine.md:
-    claimed | renew | fence matches  → leaseExpiresAt = now + lease, true
-    claimed | renew | fence stale    → unchanged, false
-    done    | renew | fence stale    → done, false
-    A done record is left alone with a matching fence too: only claimed records change.
+  Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
+  src/core/transitions.ts), named as there:
+    claimed | renew | fence matches  → leaseExpiresAt = now + lease, true  [renew.claimed]
+    claimed | renew | fence stale    → unchanged, false                    [renew.fenced]
+    done    | renew | fence stale    → done, false                         [renew.fenced]
+    done    | renew | fence matches  → done, false                         [renew.fenced]
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched
@@ -17,7 +18,7 @@
     {1, leaseExpiresAt}  renewed until leaseExpiresAt (integer epoch ms)
     {0, 0}               fenced out: no record, a stale fence, a done record, or expired
 
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -26,8 +27,7 @@ local leaseMs = tonumber(ARGV[2])
 local ttlMs = tonumber(ARGV[3])
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
-if r[1] ~= 'claimed' or tonumber(r[2]) ~= fencingId or now >= tonumber(r[3]) then
+if fenced_state(key, fencingId, now) ~= 'claimed' then
   return {0, 0}
 end
 

@@ -1,35 +1,8 @@
 import { InvalidConfiguration } from "../../core/errors.js";
-import { describe, optionsObject, stringOption } from "../../core/validate.js";
+import { describe } from "../../core/validate.js";
 
-// What every backend constructor shares: read the options once, check them before any I/O.
-
-/**
- * Read the named options of `value` once each into a plain object, so every later check
- * and use sees one value (a getter that answers differently each time cannot slip a bad
- * value past its check). `value` must be an object (or absent when `optional`). A getter
- * or Proxy trap that throws becomes an {@link InvalidConfiguration} naming the option;
- * unknown option names are not read.
- */
-export function readOptions<K extends string>(
-  where: string,
-  value: unknown,
-  optional: boolean,
-  names: readonly K[],
-): { readonly [P in K]?: unknown } {
-  const options = optionsObject(where, value, optional);
-  const read: { [P in K]?: unknown } = {};
-  for (const name of names) read[name] = readProperty(`${where} option ${name}`, options, name);
-  return read;
-}
-
-/** One property, read once; a throwing getter or Proxy trap is a configuration error. */
-export function readProperty(what: string, object: object, name: string): unknown {
-  try {
-    return (object as Record<string, unknown>)[name];
-  } catch {
-    throw new InvalidConfiguration(`${what} could not be read (its getter or proxy threw)`);
-  }
-}
+// Option checks the backend constructors share (each option is read once, by readOptions in
+// core/validate.ts, and checked here before any I/O).
 
 /**
  * True when `value` is an object (or function) whose `methods` are all functions. Never
@@ -92,30 +65,4 @@ export function nameOption(
     throw new InvalidConfiguration(`${name} must be ${allowed}, got ${describe(value)}`);
   }
   return value;
-}
-
-/** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
-const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
-/** A database id: `(default)` or a lowercase name. */
-const DATABASE_PATTERN = /^(?:\(default\)|[a-z][a-z0-9-]{0,62})$/;
-
-/** The `projectId` and `databaseId` options DatastoreLock and FirestoreLock share. */
-export function googleProjectOptions(read: { projectId?: unknown; databaseId?: unknown }): {
-  projectId: string | undefined;
-  databaseId: string | undefined;
-} {
-  return {
-    projectId: stringOption(
-      "projectId",
-      read.projectId,
-      PROJECT_PATTERN,
-      "a project id (1 to 100 printable ASCII characters, no spaces)",
-    ),
-    databaseId: stringOption(
-      "databaseId",
-      read.databaseId,
-      DATABASE_PATTERN,
-      'a database id ("(default)", or lowercase letters, digits and hyphens, at most 63)',
-    ),
-  };
 }

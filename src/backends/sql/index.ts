@@ -3,12 +3,22 @@
  *
  * @module gcp-pubsub-idempotency/sql
  */
+
 import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
-import { BackendError, InvalidConfiguration } from "../../core/errors.js";
+import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
+import { type RetryPolicy, withRetry } from "../../core/retry.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey, describe, ttlOption } from "../../core/validate.js";
-import { hasMethods, readOptions } from "../shared/options.js";
+import {
+  assertPositiveMs,
+  assertValidKey,
+  describe,
+  readOptions,
+  ttlOption,
+} from "../../core/validate.js";
+import { hasMethods } from "../shared/options.js";
+import { purgeInBatches } from "../shared/purge.js";
+import { callStore } from "../shared/store-call.js";
 import type { Dialect, DialectSession } from "./dialect.js";
 import { type MysqlQueryable, mysql } from "./mysql/dialect.js";
 import { type PgQueryable, type PgResultLike, postgres } from "./postgres/dialect.js";
@@ -84,7 +94,16 @@ export interface SqlLockOptions {
 const DEFAULT_TABLE = "idempotency_records";
 /** Rows per purge batch: templated into each dialect's purge.sql as `{{purgeBatch}}`. */
 const PURGE_BATCH = 1000;
-const CLAIM_ATTEMPTS = 5;
+/**
+ * Claim retries of a deadlock, serialization failure or busy database: 5 attempts, pauses
+ * averaging 5 to 40 ms. No time bound: a busy SQLite file waits its busy_timeout per attempt.
+ */
+const CLAIM_RETRY: RetryPolicy = {
+  attempts: 5,
+  baseDelayMs: 10,
+  maxDelayMs: 80,
+  maxElapsedMs: Number.POSITIVE_INFINITY,
+};
 // Short enough that the derived index name stays within PostgreSQL's 63-byte identifiers.
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
@@ -92,8 +111,6 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 const DIALECTS: Readonly<Record<SqlDialect, Dialect>> = { postgres, mysql, sqlite };
 /** Detection tries the most specific client shape first: a mysql2 pool has query() too. */
 const DETECTION_ORDER: readonly Dialect[] = [sqlite, mysql, postgres];
-
-type Verb = "claim" | "complete" | "release" | "renew" | "purgeExpired" | "ensureSchema";
 
 /**
  * A LockBackend over one SQL table: PostgreSQL (pg), MySQL/MariaDB (mysql2) or SQLite
@@ -127,7 +144,7 @@ export class SqlLock implements LockBackend {
   readonly ttlMs: number;
   private readonly sql: Readonly<Record<string, string>>;
   private readonly session: DialectSession;
-  private readonly isTransient: (error: object) => boolean;
+  private readonly isTransient: (error: unknown) => boolean;
 
   /**
    * Checks every option before any I/O: a missing or unusable `client`, an unknown
@@ -157,7 +174,8 @@ export class SqlLock implements LockBackend {
         .replaceAll("{{purgeBatch}}", String(PURGE_BATCH));
     }
     this.sql = sql;
-    this.isTransient = (error) => dialect.isTransient(error);
+    this.isTransient = (error) =>
+      error !== null && typeof error === "object" && dialect.isTransient(error);
     this.session = dialect.open(client as SqlClient, (name) => this.text(name));
   }
 
@@ -171,55 +189,51 @@ export class SqlLock implements LockBackend {
    * turns on WAL mode, so several processes can share the file.
    */
   async ensureSchema(): Promise<void> {
-    await this.guard("ensureSchema", undefined, () => this.session.ensureSchema());
+    await callStore(this.dialect, "ensureSchema", undefined, () => this.session.ensureSchema());
   }
 
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.claimOnce(key, leaseMs);
-      } catch (error) {
-        const transient = error !== null && typeof error === "object" && this.isTransient(error);
-        if (attempt >= CLAIM_ATTEMPTS || !transient) {
-          throw new BackendError(this.dialect, "claim", key, error);
-        }
-        // Jittered, growing backoff: contending claims spread out instead of colliding again.
-        await sleep(attempt * 5 + Math.random() * 20);
-      }
-    }
+    // A deadlock, serialization failure or busy database is retried with a jittered backoff.
+    return callStore(this.dialect, "claim", key, () =>
+      withRetry(CLAIM_RETRY, this.isTransient, () => this.claimOnce(key, leaseMs)),
+    );
   }
 
   async complete(claim: Claim): Promise<boolean> {
     assertValidKey(claim.key);
     const { key, fencingId } = claim;
-    return this.guard("complete", key, () => this.session.complete(key, fencingId, this.ttlMs));
+    return callStore(this.dialect, "complete", key, () =>
+      this.session.complete(key, fencingId, this.ttlMs),
+    );
   }
 
   async release(claim: Claim): Promise<void> {
     assertValidKey(claim.key);
     const { key, fencingId } = claim;
-    await this.guard("release", key, () => this.session.release(key, fencingId, this.ttlMs));
+    await callStore(this.dialect, "release", key, () =>
+      this.session.release(key, fencingId, this.ttlMs),
+    );
   }
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
     assertValidKey(claim.key);
     assertPositiveMs("leaseMs", leaseMs);
     const { key, fencingId } = claim;
-    return this.guard("renew", key, () => this.session.renew(key, fencingId, leaseMs, this.ttlMs));
+    return callStore(this.dialect, "renew", key, () =>
+      this.session.renew(key, fencingId, leaseMs, this.ttlMs),
+    );
   }
 
   /** Delete records past their expires_at, in batches of 1,000; resolves to the count. */
   async purgeExpired(): Promise<number> {
-    return this.guard("purgeExpired", undefined, async () => {
-      let total = 0;
-      for (;;) {
+    return callStore(this.dialect, "purgeExpired", undefined, () =>
+      purgeInBatches(PURGE_BATCH, async () => {
         const removed = await this.session.purgeBatch();
-        total += removed;
-        if (removed < PURGE_BATCH) return total;
-      }
-    });
+        return { found: removed, deleted: removed };
+      }),
+    );
   }
 
   /** The client belongs to the caller: closing the lock leaves it open. */
@@ -247,15 +261,6 @@ export class SqlLock implements LockBackend {
     const text = this.sql[name];
     if (text === undefined) throw new Error(`no ${this.dialect} statement ${name}`);
     return text;
-  }
-
-  private async guard<T>(verb: Verb, key: string | undefined, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      if (error instanceof BackendError) throw error;
-      throw new BackendError(this.dialect, verb, key, error);
-    }
   }
 }
 
@@ -316,5 +321,3 @@ function toNumber(value: unknown, column: string): number {
     throw new Error(`${column} is not a safe integer: ${String(value)}`);
   return n;
 }
-
-const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));

@@ -2,9 +2,10 @@
 -- reads the outcome).
 -- ? key (bytes), ? lease ms, ? lease ms, ? ttl ms, ? this claim's random token, ? lease ms.
 -- Returns affectedRows only; select.sql reads the outcome.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   absent → claim (won, fence 1); claimed → claim (lease live: held; lease lapsed: won, fence
---   + 1); done → claim (within ttl: done; after it: won, fence + 1).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   claim.absent (won, fence 1), claim.held, claim.lapsed (won, fence + 1), claim.done,
+--   claim.expired (won, fence + 1). claim.own needs no statement: no claim is retried after
+--   a landed write, and the token in the row read back tells who won.
 -- ON DUPLICATE KEY UPDATE assigns left to right and later assignments see earlier ones, so
 -- the token goes first: it equals the new token exactly when the record was reclaimable,
 -- and the other columns key off it. Now is epoch ms from UTC_TIMESTAMP, so the session

@@ -1,8 +1,7 @@
 -- Release a claim: the lease ends now and the fence rises.
 -- ? ttl ms, ? key (bytes), ? fencing id. Returns affectedRows.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   claimed → release (fence matches: lease ends now, fence + 1; fence stale: no-op); done →
---   release (no-op).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   release.claimed (lease ends now, fence + 1), release.fenced (no-op; a done record too).
 UPDATE {{table}} SET
   fencing_id = fencing_id + 1,
   lease_expires_at = (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000),

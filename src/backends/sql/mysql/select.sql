@@ -3,7 +3,7 @@
 -- bearing it carries the winner's fence and lease.
 -- ? key (bytes). Returns state, fencing_id, lease_expires_at, token (or no row); the claim
 -- was won iff token is that claim's token.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   the claim rows, with claim.sql: that statement decides, this one reads the answer (won,
---   held or done).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   the claim rows (claim.absent, claim.held, claim.lapsed, claim.done, claim.expired), with
+--   claim.sql: that statement decides, this one reads the answer (won, held or done).
 SELECT state, fencing_id, lease_expires_at, token FROM {{table}} WHERE `key` = ?

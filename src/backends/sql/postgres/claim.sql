@@ -2,9 +2,10 @@
 -- $1 key (text), $2 lease ms (bigint), $3 ttl ms (bigint), $4 this claim's random token (text).
 -- Returns one row: state, fencing_id, lease_expires_at, token. The claim was won iff
 -- token = $4.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   absent → claim (won, fence 1); claimed → claim (lease live: held; lease lapsed: won, fence
---   + 1); done → claim (within ttl: done; after it: won, fence + 1).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   claim.absent (won, fence 1), claim.held, claim.lapsed (won, fence + 1), claim.done,
+--   claim.expired (won, fence + 1). claim.own needs no statement: no claim is retried after
+--   a landed write, and the token in the returned row tells who won.
 -- A live record (done and unexpired, or claimed with its lease running) in the statement's
 -- snapshot answers done/held by itself: the INSERT then gets no row, so a duplicate or a
 -- contended claim writes nothing, takes no row lock and commits without a WAL flush. (Such a

@@ -2,9 +2,8 @@
 -- is a retried complete and stays as it is. No lease guard.
 -- $1 key (text), $2 fencing id (bigint), $3 ttl ms (bigint).
 -- Returns one row (ok) when the fence matched a live record, none when fenced out.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   claimed → complete (fence matches: done, true; fence stale: false); done → complete (fence
---   matches: a retried complete, true; fence stale: false).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   complete.claimed (done, true), complete.retried (true, unchanged), complete.fenced (false).
 UPDATE {{table}} AS r SET
   state = 'done',
   expires_at = CASE WHEN r.state = 'claimed' THEN n.now + $3::bigint ELSE r.expires_at END

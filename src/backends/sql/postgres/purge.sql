@@ -2,9 +2,8 @@
 -- batch comes back short. SKIP LOCKED keeps a purge from queueing behind live claims.
 -- No parameters: {{purgeBatch}} is SqlLock's PURGE_BATCH, templated in. Returns no rows
 -- (read the row count).
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   none: the deletion after expiresAt described under the table (a later claim starts again at
---   fence 1).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   purge.expired (deleted), purge.kept (left alone).
 DELETE FROM {{table}} WHERE "key" IN (
   SELECT "key" FROM {{table}}
   WHERE expires_at <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint

@@ -1,8 +1,7 @@
 -- Release a claim: the lease ends now and the fence rises, so it can never complete later.
 -- $1 key (text), $2 fencing id (bigint), $3 ttl ms (bigint). Returns no rows.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   claimed → release (fence matches: lease ends now, fence + 1; fence stale: no-op); done →
---   release (no-op).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   release.claimed (lease ends now, fence + 1), release.fenced (no-op; a done record too).
 UPDATE {{table}} AS r SET
   fencing_id = r.fencing_id + 1,
   lease_expires_at = n.now,

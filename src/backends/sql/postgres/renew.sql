@@ -1,8 +1,8 @@
 -- Renew a live claim: lease_expires_at = now + lease, expires_at = that + ttl.
 -- $1 key (text), $2 fencing id (bigint), $3 lease ms (bigint), $4 ttl ms (bigint).
 -- Returns one row (ok) when renewed, none when fenced out or done.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   claimed → renew (fence matches: true; fence stale: false); done → renew (false).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   renew.claimed (true), renew.fenced (false; a done record too).
 UPDATE {{table}} AS r SET
   lease_expires_at = n.now + $3::bigint,
   expires_at = n.now + $3::bigint + $4::bigint

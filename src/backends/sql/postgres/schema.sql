@@ -1,7 +1,7 @@
 -- PostgreSQL DDL for SqlLock. {{table}} is the validated (optionally schema-qualified) table,
 -- {{index}} the index name. Times are epoch milliseconds in the server's clock.
 -- No parameters, no result.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
 --   none: the record every row reads and writes (key, state, fencing_id, lease_expires_at,
 --   expires_at, token).
 CREATE TABLE IF NOT EXISTS {{table}} (

@@ -2,9 +2,10 @@
 -- only when peek.sql found no live record.
 -- @key key, @lease lease ms, @ttl ttl ms, @token this claim's random token.
 -- Returns one row: state, fencing_id, lease_expires_at, token; won iff token = @token.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   absent → claim (won, fence 1); claimed → claim (lease live: held; lease lapsed: won, fence
---   + 1); done → claim (within ttl: done; after it: won, fence + 1).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   claim.absent (won, fence 1), claim.held, claim.lapsed (won, fence + 1), claim.done,
+--   claim.expired (won, fence + 1). claim.own needs no statement: no claim is retried after
+--   a landed write, and the token in the returned row tells who won.
 -- DO UPDATE always fires so RETURNING always has the row; SET reads the old values.
 INSERT INTO {{table}} AS r ("key", state, fencing_id, lease_expires_at, expires_at, token)
 SELECT @key, 'claimed', 1, n.now + @lease, n.now + @lease + @ttl, @token

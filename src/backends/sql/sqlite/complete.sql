@@ -1,9 +1,8 @@
 -- Complete a claim: claimed → done (expires_at = now + ttl); a done row with the same fence
 -- stays as it is. No lease guard. @key key, @fence fencing id, @ttl ttl ms.
 -- Read changes: 1 when the fence matched a live record, 0 when fenced out.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   claimed → complete (fence matches: done, true; fence stale: false); done → complete (fence
---   matches: a retried complete, true; fence stale: false).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   complete.claimed (done, true), complete.retried (true, unchanged), complete.fenced (false).
 UPDATE {{table}} SET
   expires_at = CASE WHEN state = 'claimed' THEN CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + @ttl ELSE expires_at END,
   state = 'done'

@@ -1,9 +1,8 @@
 -- Read a live record before claiming: done and unexpired, or claimed with its lease running.
 -- @key key. Returns state, fencing_id, lease_expires_at, token, or no row when the key is
 -- absent or reclaimable (then claim.sql runs and decides).
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   claimed → claim, lease live (held); done → claim, within ttl (done). claim.sql implements
---   the other claim rows.
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   claim.held and claim.done (a live record); claim.sql implements the other claim rows.
 -- A plain read takes no write lock, so a duplicate or a contended claim neither waits for
 -- the file's one writer nor writes (and syncs) a WAL frame. The record can only have moved
 -- on to done, renewed or released since this read, so the answer is that of a claim an

@@ -1,8 +1,7 @@
 -- Release a claim: the lease ends now and the fence rises.
 -- @key key, @fence fencing id, @ttl ttl ms. Read changes (1 released, 0 no-op).
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
---   claimed → release (fence matches: lease ends now, fence + 1; fence stale: no-op); done →
---   release (no-op).
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
+--   release.claimed (lease ends now, fence + 1), release.fenced (no-op; a done record too).
 UPDATE {{table}} SET
   fencing_id = fencing_id + 1,
   lease_expires_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),

@@ -1,7 +1,7 @@
 -- SQLite DDL for SqlLock. {{table}} is the validated table, {{index}} the index name.
 -- TEXT keys compare with the BINARY collation: byte-exact. Times are epoch milliseconds.
 -- No parameters, no result.
--- Rows implemented (the state-machine table: docs/state-machine.md, DESIGN.md §2):
+-- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
 --   none: the record every row reads and writes (key, state, fencing_id, lease_expires_at,
 --   expires_at, token).
 CREATE TABLE IF NOT EXISTS {{table}} (

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
+import { freePort } from "./net.js";
 
 /** A running (or borrowed) emulator: where it listens, and how to stop what we started. */
 export interface Emulator {
@@ -44,19 +44,6 @@ function startArgs(mode: EmulatorMode, host: string): string[] {
   const args = ["beta", "emulators", "firestore", "start", `--host-port=${host}`];
   if (mode === "datastore") args.push("--database-mode=datastore-mode");
   return args;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function answers(host: string): Promise<boolean> {
@@ -169,23 +156,4 @@ export async function startEmulator(
       await killGroup(child);
     },
   };
-}
-
-/**
- * Start the emulator for a test file, or decide to skip: in CI (CI set) a failure to start is
- * thrown so the file fails; on a laptop the reason is printed and `emulator` is undefined.
- */
-export async function emulatorOrSkip(mode: EmulatorMode): Promise<Emulator | undefined> {
-  try {
-    const emulator = await startEmulator(mode);
-    console.info(
-      `[harness] ${mode} emulator at ${emulator.host}` +
-        (emulator.owned ? `, started in ${emulator.startupMs} ms` : " (existing)"),
-    );
-    return emulator;
-  } catch (error) {
-    if (process.env.CI) throw error;
-    console.warn(`[harness] skipping ${mode} tests: ${(error as Error).message}`);
-    return undefined;
-  }
 }

@@ -1,5 +1,5 @@
 // Real SQL servers for the SqlLock tests: a fresh database per run, dropped afterwards.
-// An unreachable server fails the run in CI and skips (saying why) elsewhere.
+// An unreachable server rejects, saying why; required.ts decides whether that fails the run.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,17 +7,8 @@ import Database from "better-sqlite3";
 import mysql from "mysql2/promise";
 import pg from "pg";
 
-export type Available<T> = { ok: true; value: T } | { ok: false; reason: string };
-
 const runName = () =>
   `idem_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
-
-export function unavailable(name: string, reason: string): { ok: false; reason: string } {
-  const text = `${name} unreachable (${reason})`;
-  // In CI the test file registers a failing test instead (so cleanup of the others still runs).
-  if (!process.env.CI) console.warn(`[sql tests] skipping ${name}: ${text}`);
-  return { ok: false, reason: text };
-}
 
 export interface PgRun {
   database: string;
@@ -26,13 +17,13 @@ export interface PgRun {
   drop(): Promise<void>;
 }
 
-export async function startPostgres(): Promise<Available<PgRun>> {
+export async function startPostgres(): Promise<PgRun> {
   const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 10_000 });
   try {
     await admin.connect();
   } catch (error) {
-    return unavailable("PostgreSQL", `${adminUrl}: ${(error as Error).message}`);
+    throw new Error(`PostgreSQL unreachable at ${adminUrl}: ${(error as Error).message}`);
   }
   const database = runName();
   await admin.query(`CREATE DATABASE ${database}`);
@@ -40,22 +31,19 @@ export async function startPostgres(): Promise<Available<PgRun>> {
   url.pathname = `/${database}`;
   const pools: pg.Pool[] = [];
   return {
-    ok: true,
-    value: {
-      database,
-      url: url.toString(),
-      pool(max = 10) {
-        const pool = new pg.Pool({ connectionString: url.toString(), max });
-        // A terminated backend surfaces on idle clients too; the tests provoke that on purpose.
-        pool.on("error", () => {});
-        pools.push(pool);
-        return pool;
-      },
-      async drop() {
-        await Promise.allSettled(pools.map((p) => p.end()));
-        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-        await admin.end();
-      },
+    database,
+    url: url.toString(),
+    pool(max = 10) {
+      const pool = new pg.Pool({ connectionString: url.toString(), max });
+      // A terminated backend surfaces on idle clients too; the tests provoke that on purpose.
+      pool.on("error", () => {});
+      pools.push(pool);
+      return pool;
+    },
+    async drop() {
+      await Promise.allSettled(pools.map((p) => p.end()));
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
     },
   };
 }
@@ -67,37 +55,34 @@ export interface MysqlRun {
   drop(): Promise<void>;
 }
 
-export async function startMysql(): Promise<Available<MysqlRun>> {
+export async function startMysql(): Promise<MysqlRun> {
   const adminUrl = process.env.MYSQL_URL ?? "mysql://root@127.0.0.1:3306/";
   let admin: mysql.Connection;
   try {
     admin = await mysql.createConnection({ uri: adminUrl, connectTimeout: 10_000 });
   } catch (error) {
-    return unavailable("MySQL/MariaDB", `${adminUrl}: ${(error as Error).message}`);
+    throw new Error(`MySQL/MariaDB unreachable at ${adminUrl}: ${(error as Error).message}`);
   }
   const database = runName();
   await admin.query(`CREATE DATABASE ${database}`);
   const pools: mysql.Pool[] = [];
   return {
-    ok: true,
-    value: {
-      database,
-      admin,
-      pool(limit = 10) {
-        const pool = mysql.createPool({
-          uri: adminUrl,
-          database,
-          connectionLimit: limit,
-          supportBigNumbers: true,
-        });
-        pools.push(pool);
-        return pool;
-      },
-      async drop() {
-        await Promise.allSettled(pools.map((p) => p.end()));
-        await admin.query(`DROP DATABASE IF EXISTS ${database}`);
-        await admin.end();
-      },
+    database,
+    admin,
+    pool(limit = 10) {
+      const pool = mysql.createPool({
+        uri: adminUrl,
+        database,
+        connectionLimit: limit,
+        supportBigNumbers: true,
+      });
+      pools.push(pool);
+      return pool;
+    },
+    async drop() {
+      await Promise.allSettled(pools.map((p) => p.end()));
+      await admin.query(`DROP DATABASE IF EXISTS ${database}`);
+      await admin.end();
     },
   };
 }

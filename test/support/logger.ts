@@ -1,5 +1,8 @@
 import type { LogFields, Logger } from "../../src/index.js";
 
+/** A logger that prints nothing: where the gateway's lines would only clutter the output. */
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+
 export interface LogLine {
   severity: "INFO" | "WARNING" | "ERROR";
   message: string;

@@ -1,9 +1,12 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import { createClient } from "redis";
+import { freePort } from "./net.js";
 
 const run = promisify(execFile);
 
@@ -16,19 +19,27 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-/** A free TCP port on 127.0.0.1 (asked of the OS, then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === "object") resolve(address.port);
-        else reject(new Error("no port"));
-      });
-    });
-  });
+/** The two clients RedisLock is tested with, on one server; connect() before use. */
+export function redisClientPair(url: string) {
+  const io = new Redis(url, { lazyConnect: true });
+  const nr = createClient({ url });
+  return {
+    io,
+    nr,
+    /** Each client under the name the test titles give it. */
+    named: [
+      ["ioredis", io],
+      ["node-redis", nr],
+    ] as const,
+    async connect(): Promise<void> {
+      await io.connect();
+      await nr.connect();
+    },
+    async close(): Promise<void> {
+      io.disconnect();
+      await nr.close();
+    },
+  };
 }
 
 /** True when a Redis answers PING at host:port within timeoutMs. */
@@ -80,16 +91,16 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a redis-server started on a free
- * port (ended by stop()). Undefined, with the reason, when none can be had.
+ * port (ended by stop()). Rejects, saying why, when none can be had.
  */
-export async function findOrStartRedis(): Promise<RedisServer | { reason: string }> {
+export async function findOrStartRedis(): Promise<RedisServer> {
   const fromEnv = process.env.REDIS_URL;
   if (fromEnv) {
     const url = new URL(fromEnv);
     const host = url.hostname || "127.0.0.1";
     const port = Number(url.port || 6379);
     if (!(await pingRedis(host, port, 2000))) {
-      return { reason: `REDIS_URL=${fromEnv} does not answer` };
+      throw new Error(`REDIS_URL=${fromEnv} does not answer`);
     }
     return { host, port, url: fromEnv, origin: "REDIS_URL", stop: async () => {} };
   }
@@ -104,8 +115,10 @@ export async function findOrStartRedis(): Promise<RedisServer | { reason: string
   }
   try {
     return await startRedisServer();
-  } catch {
-    return { reason: "no REDIS_URL, nothing on 127.0.0.1:6379, and redis-server did not start" };
+  } catch (error) {
+    throw new Error(
+      `no REDIS_URL, nothing on 127.0.0.1:6379, and redis-server did not start (${String(error)})`,
+    );
   }
 }
 

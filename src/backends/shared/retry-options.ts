@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
 import { InvalidConfiguration } from "../../core/errors.js";
-import { assertNonNegativeMs, describe } from "../../core/validate.js";
-import { readOptions } from "./options.js";
+import type { RetryPolicy } from "../../core/retry.js";
+import { assertNonNegativeMs, describe, readOptions } from "../../core/validate.js";
 
 /**
  * Bounds on the retry of transient store errors (ABORTED contention, UNAVAILABLE,
@@ -33,13 +32,6 @@ export interface RetryOptions {
   maxDelayMs?: number;
 }
 
-export interface ResolvedRetry {
-  attempts: number;
-  maxElapsedMs: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-}
-
 /** The most attempts `retry.attempts` may ask for: enough for any contention, never endless. */
 export const MAX_RETRY_ATTEMPTS = 100;
 
@@ -50,7 +42,7 @@ const RETRY_NAMES = ["attempts", "maxElapsedMs", "baseDelayMs", "maxDelayMs"] as
  * are whole numbers in range; anything else is an {@link InvalidConfiguration} naming the
  * field. `NaN` attempts used to retry a dead store for ever.
  */
-export function resolveRetry(options: unknown): ResolvedRetry {
+export function resolveRetry(options: unknown): RetryPolicy {
   const read = readOptions("retry", options, true, RETRY_NAMES);
   const attempts = read.attempts === undefined ? 10 : read.attempts;
   if (
@@ -74,43 +66,4 @@ export function resolveRetry(options: unknown): ResolvedRetry {
     baseDelayMs: ms("baseDelayMs", 25),
     maxDelayMs: ms("maxDelayMs", 1_000),
   };
-}
-
-/** gRPC status codes: ABORTED (contention), UNAVAILABLE, DEADLINE_EXCEEDED. */
-const RETRYABLE_CODES = new Set([10, 14, 4]);
-
-/** Transient: contention, an unreachable server, or the emulator's lock timeout. */
-export function isTransient(error: unknown): boolean {
-  if (error === null || typeof error !== "object") return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === "number" && RETRYABLE_CODES.has(code)) return true;
-  const message = (error as { message?: unknown }).message;
-  return typeof message === "string" && /lock timeout|too much contention/i.test(message);
-}
-
-/**
- * Run `attempt` until it resolves, retrying transient errors with full-jitter exponential
- * backoff, bounded both in attempts and in total time. The last error is rethrown.
- */
-export async function withRetry<T>(
-  retry: ResolvedRetry,
-  attempt: (n: number) => Promise<T>,
-): Promise<T> {
-  const started = Date.now();
-  for (let n = 1; ; n++) {
-    try {
-      return await attempt(n);
-    } catch (error) {
-      if (!isTransient(error) || n >= retry.attempts) throw error;
-      const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (n - 1));
-      const delay = Math.round(Math.random() * ceiling);
-      if (Date.now() - started + delay > retry.maxElapsedMs) throw error;
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
-  }
-}
-
-/** A per-claim random token: lets a retried claim recognise its own landed commit. */
-export function newToken(): string {
-  return randomBytes(12).toString("base64url");
 }

@@ -1,0 +1,120 @@
+// How FirestoreLock reads and writes records: document ids, reads, creates and updates under
+// a last-update-time precondition. What to write is the transition table's to decide.
+import { type Decide, purgeTransition } from "../../core/transitions.js";
+import type { ClaimOutcome } from "../../core/types.js";
+import { conditionalWrite, fromStored, GRPC, toStored } from "../shared/google.js";
+import type { RecordIo, Retrying } from "../shared/google-records.js";
+import type { PurgeBatch } from "../shared/purge.js";
+import type { FirestoreDocumentLike, FirestoreLike } from "./client.js";
+
+/** A write refused because the document changed (or went) since it was read. */
+const CHANGED = [GRPC.FAILED_PRECONDITION, GRPC.NOT_FOUND];
+
+/** Reads and writes per call before giving up on a key that keeps changing under us. */
+const MAX_RACES = 20;
+const PURGE_BATCH = 300;
+
+/**
+ * How FirestoreLock reads and writes records, without transactions: an absent key is taken
+ * with `create()` (refused if the document exists), every other write is an `update` under a
+ * last-update-time precondition; a refused write re-reads and decides again.
+ */
+export class FirestoreIo implements RecordIo<FirestoreLike> {
+  readonly backend = "firestore";
+  readonly purgeBatchSize = PURGE_BATCH;
+
+  constructor(private readonly collection: string) {}
+
+  async claim(
+    firestore: FirestoreLike,
+    key: string,
+    decide: Decide<ClaimOutcome>,
+  ): Promise<ClaimOutcome> {
+    // Most keys are first deliveries: try the one-write path first.
+    const { answer, write } = decide(undefined, Date.now());
+    const ref = this.document(firestore, key);
+    if (write !== undefined && (await create(ref, toStored(key, write)))) return answer;
+    return this.update(firestore, key, decide);
+  }
+
+  async update<A>(firestore: FirestoreLike, key: string, decide: Decide<A>): Promise<A> {
+    const ref = this.document(firestore, key);
+    for (let race = 0; race < MAX_RACES; race++) {
+      const snapshot = await ref.get();
+      // Absent, or deleted meanwhile (TTL or purge): a claim starts over at fence 1.
+      const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
+      const { answer, write } = decide(record, Date.now());
+      if (write === undefined) return answer;
+      const data = toStored(key, write) as never;
+      const written =
+        record === undefined
+          ? await create(ref, data)
+          : await conditionalWrite(CHANGED, () =>
+              ref.update(data, { lastUpdateTime: snapshot.updateTime } as never),
+            );
+      if (written) return answer;
+    }
+    throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
+  }
+
+  async purgeBatch(firestore: FirestoreLike, retrying: Retrying): Promise<PurgeBatch> {
+    const query = firestore
+      .collection(this.collection)
+      .where("expiresAt", "<=" as never, new Date())
+      .limit(PURGE_BATCH);
+    const { docs } = await retrying(() => query.get());
+    const deletions = await Promise.all(
+      docs.map(async (doc) => {
+        if (purgeTransition(fromStored(doc.data()), Date.now()).write !== "delete") return false;
+        // A record reclaimed since the query has a newer update time: the delete is refused.
+        return conditionalWrite(CHANGED, () =>
+          doc.ref.delete({ lastUpdateTime: doc.updateTime } as never),
+        );
+      }),
+    );
+    return { found: docs.length, deleted: deletions.filter(Boolean).length };
+  }
+
+  async end(firestore: FirestoreLike): Promise<void> {
+    await firestore.terminate?.();
+  }
+
+  private document(firestore: FirestoreLike, key: string): FirestoreDocumentLike {
+    return firestore.collection(this.collection).doc(encodeDocumentId(key));
+  }
+}
+
+/** Create the document of an absent key: false when it exists already. */
+function create(ref: FirestoreDocumentLike, data: object): Promise<boolean> {
+  return conditionalWrite([GRPC.ALREADY_EXISTS], () => ref.create(data as never));
+}
+
+/**
+ * Document id of a key: `k` + base64url of its UTF-8 bytes. Never contains `/`, is never
+ * `.`, `..` or `__…__`, is reversible, and 1,024 key bytes give 1,367 id bytes (limit 1,500).
+ *
+ * @example
+ * ```ts
+ * import { encodeDocumentId } from "gcp-pubsub-idempotency/firestore";
+ *
+ * // Find the document of a key in the console.
+ * encodeDocumentId("orders/42"); // "kb3JkZXJzLzQy"
+ * ```
+ */
+export function encodeDocumentId(key: string): string {
+  return `k${Buffer.from(key, "utf8").toString("base64url")}`;
+}
+
+/**
+ * The idempotency key of a record's document id: the inverse of {@link encodeDocumentId}.
+ *
+ * @example
+ * ```ts
+ * import { decodeDocumentId } from "gcp-pubsub-idempotency/firestore";
+ *
+ * decodeDocumentId("kb3JkZXJzLzQy"); // "orders/42"
+ * ```
+ */
+export function decodeDocumentId(id: string): string {
+  return Buffer.from(id.slice(1), "base64url").toString("utf8");
+}

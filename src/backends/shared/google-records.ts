@@ -1,0 +1,105 @@
+import { type RetryPolicy, withRetry } from "../../core/retry.js";
+import {
+  claimTransition,
+  completeTransition,
+  type Decide,
+  releaseTransition,
+  renewTransition,
+  unlessLapsed,
+} from "../../core/transitions.js";
+import type { Claim, ClaimOutcome } from "../../core/types.js";
+import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import { isGoogleTransient, type LazyClient, newToken } from "./google.js";
+import { type PurgeBatch, purgeInBatches } from "./purge.js";
+import { callStore } from "./store-call.js";
+
+/** Run `attempt` again on transient errors, within the lock's retry policy. */
+export type Retrying = <T>(attempt: () => Promise<T>) => Promise<T>;
+
+/** The I/O of one Google store: how it reads and writes a record, nothing of the table. */
+export interface RecordIo<C> {
+  /** The backend a BackendError names: `datastore` or `firestore`. */
+  readonly backend: string;
+  /** Records per purge batch. */
+  readonly purgeBatchSize: number;
+  /** Claim `key` as `decide` says, by the store's fastest safe path (falling back to `update`). */
+  claim(client: C, key: string, decide: Decide<ClaimOutcome>): Promise<ClaimOutcome>;
+  /** Read the record of `key`, let `decide` choose, and store its write atomically. */
+  update<A>(client: C, key: string, decide: Decide<A>): Promise<A>;
+  /** Delete one batch of expired records, each judged again by `purgeTransition` first. */
+  purgeBatch(client: C, retrying: Retrying): Promise<PurgeBatch>;
+  /** Free a client the lock made itself. */
+  end(client: C): Promise<void>;
+}
+
+/**
+ * The LockBackend calls of DatastoreLock and FirestoreLock: the transition table
+ * (core/transitions.ts) applied with this process's clock, each call retried on transient
+ * errors and its failures wrapped by `callStore`. The locks supply only their {@link RecordIo}.
+ */
+export class GoogleRecords<C> {
+  constructor(
+    private readonly io: RecordIo<C>,
+    private readonly client: LazyClient<C>,
+    private readonly ttlMs: number,
+    private readonly retry: RetryPolicy,
+  ) {}
+
+  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    assertValidKey(key);
+    assertPositiveMs("leaseMs", leaseMs);
+    // One token per call, shared by its retries: a retry that finds it knows its write landed.
+    const call = { key, leaseMs, ttlMs: this.ttlMs, token: newToken() };
+    const outcome = await this.run("claim", key, (client) =>
+      this.io.claim(client, key, (record, now) => claimTransition(record, now, call)),
+    );
+    return unlessLapsed(outcome, Date.now());
+  }
+
+  async complete(claim: Claim): Promise<boolean> {
+    assertValidKey(claim.key);
+    const call = { claim, ttlMs: this.ttlMs };
+    return this.update("complete", claim.key, (record, now) =>
+      completeTransition(record, now, call),
+    );
+  }
+
+  async release(claim: Claim): Promise<void> {
+    assertValidKey(claim.key);
+    const call = { claim, ttlMs: this.ttlMs };
+    await this.update("release", claim.key, (record, now) => releaseTransition(record, now, call));
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertValidKey(claim.key);
+    assertPositiveMs("leaseMs", leaseMs);
+    const call = { claim, leaseMs, ttlMs: this.ttlMs };
+    return this.update("renew", claim.key, (record, now) => renewTransition(record, now, call));
+  }
+
+  /** Batches until one comes back short; each batch (not the whole purge) is retried. */
+  purgeExpired(): Promise<number> {
+    return callStore(this.io.backend, "purgeExpired", undefined, async () => {
+      const client = await this.client.get();
+      const retrying: Retrying = (attempt) => withRetry(this.retry, isGoogleTransient, attempt);
+      return purgeInBatches(this.io.purgeBatchSize, () => this.io.purgeBatch(client, retrying));
+    });
+  }
+
+  /** Frees the client if the lock made it; a given one stays open. */
+  close(): Promise<void> {
+    return this.client.close((client) => this.io.end(client));
+  }
+
+  private update<A>(operation: string, key: string, decide: Decide<A>): Promise<A> {
+    return this.run(operation, key, (client) => this.io.update(client, key, decide));
+  }
+
+  /** One call: the whole read-decide-write is retried on transient errors, re-reading the clock. */
+  private run<A>(operation: string, key: string, attempt: (client: C) => Promise<A>): Promise<A> {
+    return callStore(this.io.backend, operation, key, async () => {
+      const client = await this.client.get();
+      return withRetry(this.retry, isGoogleTransient, () => attempt(client));
+    });
+  }
+}

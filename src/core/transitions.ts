@@ -1,0 +1,206 @@
+/**
+ * The record state machine (docs/state-machine.md) as pure functions, written once: given the
+ * stored record (or none), the time and the call, each returns the row of the table that
+ * applies, the call's answer and the write. InMemoryLock, DatastoreLock and FirestoreLock
+ * keep only their I/O around these; RedisLock's Lua scripts and SqlLock's statements encode
+ * the same rows in their own language and name them, with these row names, in their headers.
+ */
+import type { Claim, ClaimOutcome } from "./types.js";
+
+/** One record per key, as every store keeps it; times are epoch ms in the backend's clock. */
+export interface LockRecord {
+  readonly state: "claimed" | "done";
+  /** Rises on every (re)claim and release while the record exists. */
+  readonly fencingId: number;
+  readonly leaseExpiresAt: number;
+  /** The earliest moment the record may be physically deleted. */
+  readonly expiresAt: number;
+  /** The token of the claim that last won the record, where the store keeps one. */
+  readonly token?: string | undefined;
+}
+
+/** The rows of the transition table, `<call>.<case>`; docs/state-machine.md lists them all. */
+export type TransitionRow =
+  | "claim.absent"
+  | "claim.own"
+  | "claim.held"
+  | "claim.lapsed"
+  | "claim.done"
+  | "claim.expired"
+  | "complete.claimed"
+  | "complete.retried"
+  | "complete.fenced"
+  | "release.claimed"
+  | "release.fenced"
+  | "renew.claimed"
+  | "renew.fenced"
+  | "purge.expired"
+  | "purge.kept";
+
+/** What one call does to one record: the row that applied, the answer, and what to store. */
+export interface Transition<A, W = LockRecord> {
+  readonly row: TransitionRow;
+  readonly answer: A;
+  /** The new record (or `"delete"`); absent when nothing is written. */
+  readonly write?: W;
+}
+
+/** One call's transition, given the record as read (or none) and the time. */
+export type Decide<A> = (record: LockRecord | undefined, now: number) => Transition<A>;
+
+/** A claim of `key` for `leaseMs`; the record then lives `ttlMs` past its lease. */
+export interface ClaimCall {
+  readonly key: string;
+  readonly leaseMs: number;
+  readonly ttlMs: number;
+  /**
+   * A random token per call, kept by its retries, for stores where a claim is retried after
+   * a write whose response was lost: finding it in the record means that write landed.
+   */
+  readonly token?: string | undefined;
+}
+
+/** A complete, release or renew of a won claim; `leaseMs` only for renew. */
+export interface FencedCall {
+  readonly claim: Pick<Claim, "key" | "fencingId">;
+  readonly ttlMs: number;
+}
+
+/** Claim: take an absent or reclaimable record, or report the live one. */
+export function claimTransition(
+  record: LockRecord | undefined,
+  now: number,
+  call: ClaimCall,
+): Transition<ClaimOutcome> {
+  if (record === undefined) return win("claim.absent", 1, now, call);
+  if (call.token !== undefined && record.token === call.token && record.state === "claimed") {
+    // A retry of this very call whose first write landed: its win stands, unchanged.
+    return { row: "claim.own", answer: wonOutcome(call.key, record) };
+  }
+  if (record.state === "done") {
+    if (now < record.expiresAt) return { row: "claim.done", answer: { status: "done" } };
+    return win("claim.expired", record.fencingId + 1, now, call);
+  }
+  if (now < record.leaseExpiresAt) {
+    return {
+      row: "claim.held",
+      answer: { status: "held", leaseExpiresAt: record.leaseExpiresAt },
+    };
+  }
+  // The fence rises because the record still exists (it may be past expiresAt, not yet deleted).
+  return win("claim.lapsed", record.fencingId + 1, now, call);
+}
+
+/** Complete: claimed → done when the fence matches; no lease guard. */
+export function completeTransition(
+  record: LockRecord | undefined,
+  now: number,
+  call: FencedCall,
+): Transition<boolean> {
+  if (!holdsFence(record, call, now)) return { row: "complete.fenced", answer: false };
+  // A retried complete (its first write landed) finds it done and still says true.
+  if (record.state === "done") return { row: "complete.retried", answer: true };
+  return {
+    row: "complete.claimed",
+    answer: true,
+    write: { ...record, state: "done", expiresAt: now + call.ttlMs },
+  };
+}
+
+/** Release: the lease ends now and the fence rises, so the claim can never complete later. */
+export function releaseTransition(
+  record: LockRecord | undefined,
+  now: number,
+  call: FencedCall,
+): Transition<undefined> {
+  if (!holdsFence(record, call, now) || record.state !== "claimed") {
+    return { row: "release.fenced", answer: undefined };
+  }
+  return {
+    row: "release.claimed",
+    answer: undefined,
+    write: {
+      ...record,
+      fencingId: record.fencingId + 1,
+      leaseExpiresAt: now,
+      expiresAt: now + call.ttlMs,
+    },
+  };
+}
+
+/** Renew: a live claim's lease runs until now + `leaseMs`. */
+export function renewTransition(
+  record: LockRecord | undefined,
+  now: number,
+  call: FencedCall & { readonly leaseMs: number },
+): Transition<boolean> {
+  if (!holdsFence(record, call, now) || record.state !== "claimed") {
+    return { row: "renew.fenced", answer: false };
+  }
+  const leaseExpiresAt = now + call.leaseMs;
+  return {
+    row: "renew.claimed",
+    answer: true,
+    write: { ...record, leaseExpiresAt, expiresAt: leaseExpiresAt + call.ttlMs },
+  };
+}
+
+/** Purge: a record past its `expiresAt` may be deleted; the answer says whether it was. */
+export function purgeTransition(
+  record: LockRecord | undefined,
+  now: number,
+): Transition<boolean, "delete"> {
+  if (record === undefined || now < record.expiresAt) return { row: "purge.kept", answer: false };
+  return { row: "purge.expired", answer: true, write: "delete" };
+}
+
+/**
+ * For the backends that judge leases by this process's clock (Datastore, Firestore): a claim
+ * whose write waited out its whole lease (retries behind the store's lock timeouts take
+ * seconds) has lapsed by the time it returns, and another claimer may have reclaimed it
+ * already. Such a win is not handed to a body: it answers `held` instead, and the record,
+ * still claimed with a lapsed lease, is reclaimed at fence + 1 by the redelivery.
+ */
+export function unlessLapsed(outcome: ClaimOutcome, now: number): ClaimOutcome {
+  if (outcome.status !== "won" || now < outcome.claim.leaseExpiresAt) return outcome;
+  return { status: "held", leaseExpiresAt: outcome.claim.leaseExpiresAt };
+}
+
+/**
+ * True when `record` is the live record of the call's claim: same fence, not yet past
+ * `expiresAt` (an expired record answers as if absent, deleted or not).
+ */
+function holdsFence(
+  record: LockRecord | undefined,
+  call: FencedCall,
+  now: number,
+): record is LockRecord {
+  return (
+    record !== undefined && record.fencingId === call.claim.fencingId && now < record.expiresAt
+  );
+}
+
+function win(
+  row: TransitionRow,
+  fencingId: number,
+  now: number,
+  call: ClaimCall,
+): Transition<ClaimOutcome> {
+  const leaseExpiresAt = now + call.leaseMs;
+  // A claimed record outlives any holder that could still be alive: expiresAt = lease + ttl.
+  const write: LockRecord = {
+    state: "claimed",
+    fencingId,
+    leaseExpiresAt,
+    expiresAt: leaseExpiresAt + call.ttlMs,
+    token: call.token,
+  };
+  return { row, answer: wonOutcome(call.key, write), write };
+}
+
+function wonOutcome(key: string, record: LockRecord): ClaimOutcome {
+  return {
+    status: "won",
+    claim: { key, fencingId: record.fencingId, leaseExpiresAt: record.leaseExpiresAt },
+  };
+}

@@ -1,0 +1,357 @@
+// SqlLock beyond the contract (that is sql.contract.test.ts), per dialect: 64 racing lock()
+// calls over 10 connections, keys that a careless collation would merge, batched purges;
+// configuration; statements per verb and a connection killed mid-claim (PostgreSQL,
+// MariaDB); a busy SQLite database and two OS processes on one WAL file.
+import { fork } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { SqlLock } from "../../src/backends/sql/index.js";
+import { BackendError, InvalidConfiguration } from "../../src/core/errors.js";
+import type { Claim } from "../../src/core/types.js";
+import { lock } from "../../src/core/verbs.js";
+import { won } from "../support/claims.js";
+import { silentLogger } from "../support/logger.js";
+import { freshTable, openSqlStores } from "./sql-stores.js";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
+
+const { postgres, mariadb, sqlite, pgPool, myPool, sqliteTarget, targets } = await openSqlStores();
+
+/** Each verb and outcome once on one key, in an order that reaches them all, each measured. */
+async function perVerb(b: SqlLock, measure: (run: () => Promise<unknown>) => Promise<number>) {
+  let claim = won(await b.claim("a", 60_000));
+  return {
+    held: await measure(() => b.claim("a", 60_000)),
+    renew: await measure(() => b.renew(claim, 60_000)),
+    release: await measure(() => b.release(claim)),
+    claim: await measure(async () => {
+      claim = won(await b.claim("a", 60_000));
+    }),
+    complete: await measure(() => b.complete(claim)),
+    duplicate: await measure(() => b.claim("a", 60_000)),
+  };
+}
+
+for (const target of targets) {
+  describe(`SqlLock ${target.dialect}`, () => {
+    it("64 concurrent lock() calls on one key over 10 connections admit exactly one body", async () => {
+      const locks = await target.make(60_000, 10);
+      const key = `race:${Math.random()}`;
+      let bodies = 0;
+      const results = await Promise.allSettled(
+        Array.from({ length: 64 }, (_, i) =>
+          lock(
+            key,
+            { backend: locks[i % locks.length]!, leaseMs: 60_000, logger: silentLogger },
+            async () => {
+              bodies++;
+              await sleep(50);
+            },
+          ),
+        ),
+      );
+      expect(bodies).toBe(1);
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+      for (const r of results) {
+        if (r.status === "rejected") {
+          expect(["IN_PROGRESS", "DUPLICATE"]).toContain((r.reason as { code: string }).code);
+        }
+      }
+    });
+
+    it("keys differing in case or trailing spaces, injection-like and 1,024-byte keys stay distinct", async () => {
+      const [b] = await target.make(60_000);
+      const base = `k${Math.random().toString(36).slice(2, 8)}`;
+      const keys = [
+        `${base}a`,
+        `${base}A`,
+        `${base}a `,
+        `${base}a  `,
+        `${base}\t`,
+        `${base}'); DELETE FROM idempotency_records; --`,
+        `${base}" OR 1=1 --`,
+        `${base}\\x00 %_`,
+        "🙂".repeat(256), // 1,024 bytes of 4-byte characters
+        `${"é".repeat(511)}x${"é".repeat(0)}y`, // 1,024 bytes mixing 2- and 1-byte characters
+      ];
+      for (const k of keys.slice(-2)) expect(Buffer.byteLength(k)).toBe(1024);
+      const claims = [];
+      for (const key of keys) {
+        const claim = won(await b!.claim(key, 60_000));
+        expect(claim.key).toBe(key);
+        expect(claim.fencingId).toBe(1);
+        claims.push(claim);
+      }
+      for (const claim of claims) expect(await b!.complete(claim)).toBe(true);
+      for (const key of keys) expect(await b!.claim(key, 60_000)).toEqual({ status: "done" });
+      expect(won(await b!.claim(`${base}b`, 60_000)).fencingId).toBe(1);
+    });
+
+    it("purgeExpired deletes in batches and counts every row", async () => {
+      const [b] = await target.make(1);
+      const claims: Claim[] = [];
+      for (let i = 0; i < 1205; i++) claims.push(won(await b!.claim(`purge:${i}`, 1)));
+      await sleep(20);
+      expect(await b!.purgeExpired()).toBe(1205);
+      expect(await b!.purgeExpired()).toBe(0);
+    }, 60_000);
+  });
+}
+
+describe("SqlLock configuration", () => {
+  it("detects the dialect and does no I/O when constructed", () => {
+    const pgLike = { query: () => Promise.reject(new Error("no I/O")) };
+    const myLike = {
+      query: () => Promise.reject(new Error("x")),
+      execute: () => Promise.reject(new Error("x")),
+    };
+    expect(new SqlLock({ client: pgLike as never }).dialect).toBe("postgres");
+    expect(new SqlLock({ client: myLike as never }).dialect).toBe("mysql");
+    const db = sqlite.open("detect.db");
+    expect(new SqlLock({ client: db }).dialect).toBe("sqlite");
+  });
+
+  it("rejects bad table names, ttl and clients with InvalidConfiguration", () => {
+    const db = sqlite.open("config.db");
+    for (const table of ["", "1abc", "a-b", 'x"; DROP TABLE y; --', "a b", "a.b", "x".repeat(49)]) {
+      expect(() => new SqlLock({ client: db, table })).toThrow(InvalidConfiguration);
+    }
+    const pgLike = { query: () => Promise.reject(new Error("x")) };
+    expect(new SqlLock({ client: pgLike as never, table: "public.records" }).table).toBe(
+      "public.records",
+    );
+    expect(() => new SqlLock({ client: pgLike as never, table: "a.b.c" })).toThrow(
+      InvalidConfiguration,
+    );
+    expect(() => new SqlLock({ client: db, ttlMs: 0 })).toThrow(InvalidConfiguration);
+    expect(() => new SqlLock({ client: {} as never })).toThrow(/dialect/);
+    expect(() => new SqlLock({ client: pgLike as never, dialect: "sqlite" })).toThrow(/prepare/);
+  });
+
+  it("a driver error rejects with a BackendError naming dialect, verb and key", async () => {
+    const b = new SqlLock({ client: sqlite.open("no-table.db"), table: "missing" });
+    const error = await b.claim("k1", 1000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: "sqlite", verb: "claim", key: "k1" });
+  });
+});
+
+describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
+  it("claim, complete, release, renew, duplicate and held are one named statement each", async () => {
+    const sent: Array<{ name?: string }> = [];
+    const counting = {
+      query: (config: { name: string; text: string; values: unknown[] }) => {
+        sent.push(config);
+        return pgPool!.query(config);
+      },
+    };
+    const b = new SqlLock({ client: counting as never, dialect: "postgres", table: freshTable() });
+    await new SqlLock({ client: pgPool!, table: b.table }).ensureSchema();
+    const count = async (run: () => Promise<unknown>) => {
+      sent.length = 0;
+      await run();
+      expect(sent.every((q) => typeof q.name === "string" && q.name.startsWith("gpi_"))).toBe(true);
+      return sent.length;
+    };
+    const counts = await perVerb(b, count);
+    console.info(`[sql tests] postgres statements per verb: ${JSON.stringify(counts)}`);
+    expect(counts).toEqual({ held: 1, renew: 1, release: 1, claim: 1, complete: 1, duplicate: 1 });
+  });
+
+  it("works over a single pg Client too, and exposes its DDL", async () => {
+    const client = new pg.Client({ connectionString: postgres!.url });
+    await client.connect();
+    try {
+      const b = new SqlLock({ client, table: `public.${freshTable()}` });
+      expect(b.dialect).toBe("postgres");
+      expect(b.schemaSql).toContain(`CREATE TABLE IF NOT EXISTS "public"."${b.table.slice(7)}"`);
+      await b.ensureSchema();
+      await b.ensureSchema(); // idempotent
+      const claim = won(await b.claim("c", 60_000));
+      expect(await b.renew(claim, 60_000)).toBe(true);
+      expect(await b.complete(claim)).toBe(true);
+      expect(await b.claim("c", 60_000)).toEqual({ status: "done" });
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("a connection terminated mid-claim rejects with BackendError; the next claim is sane", async () => {
+    const b = new SqlLock({ client: pgPool!, table: freshTable() });
+    await b.ensureSchema();
+    // A lapsed lease: the next claim must write (a live record is answered without a lock).
+    const first = won(await b.claim("victim", 50));
+    await sleep(80);
+    // Hold the row so the next claim blocks inside its statement, then kill that backend.
+    const blocker = await pgPool!.connect();
+    await blocker.query("BEGIN");
+    await blocker.query(`SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`);
+    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+    let killed = 0;
+    for (let i = 0; i < 100 && killed === 0; i++) {
+      await sleep(20);
+      const r = await blocker.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+      );
+      killed = r.rowCount ?? 0;
+    }
+    expect(killed).toBe(1);
+    const error = await pending;
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: "postgres", verb: "claim", key: "victim" });
+    await blocker.query("ROLLBACK");
+    blocker.release();
+    // Nothing half-written: the killed claim left no trace, so the next one reclaims at +1.
+    const next = won(await b.claim("victim", 60_000));
+    expect(next.fencingId).toBe(first.fencingId + 1);
+    expect(await b.complete(first)).toBe(false);
+    expect(await b.complete(next)).toBe(true);
+    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+  });
+});
+
+describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
+  it("counts statements per verb", async () => {
+    let sent = 0;
+    const counting = {
+      execute: (sql: string, values: Array<string | number | Buffer>) => {
+        sent++;
+        return myPool!.execute(sql, values);
+      },
+      query: (sql: string) => myPool!.query(sql),
+    };
+    const b = new SqlLock({ client: counting as never, table: freshTable() });
+    await b.ensureSchema();
+    const count = async (run: () => Promise<unknown>) => {
+      sent = 0;
+      await run();
+      return sent;
+    };
+    const counts = await perVerb(b, count);
+    console.info(`[sql tests] mysql statements per verb: ${JSON.stringify(counts)}`);
+    expect(counts.claim).toBe(2);
+    expect(counts.held).toBe(2);
+    expect(counts.complete).toBe(1);
+    expect(counts.release).toBe(1);
+  });
+
+  it("a connection killed mid-claim rejects with BackendError; the next claim is sane", async () => {
+    const { admin, database } = mariadb!;
+    const b = new SqlLock({ client: myPool!, table: freshTable() });
+    await b.ensureSchema();
+    const first = won(await b.claim("victim", 60_000));
+    const blocker = await myPool!.getConnection();
+    await blocker.query("BEGIN");
+    await blocker.query(`SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`);
+    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+    let killed = 0;
+    for (let i = 0; i < 100 && killed === 0; i++) {
+      await sleep(20);
+      const [rows] = await admin.query(
+        `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%ON DUPLICATE KEY%'`,
+        [database],
+      );
+      for (const row of rows as Array<{ ID: number }>) {
+        await admin.query(`KILL ${Number(row.ID)}`);
+        killed++;
+      }
+    }
+    expect(killed).toBe(1);
+    const error = await pending;
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: "mysql", verb: "claim", key: "victim" });
+    await blocker.query("ROLLBACK");
+    blocker.release();
+    expect(await b.claim("victim", 60_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: first.leaseExpiresAt,
+    });
+    expect(await b.complete(first)).toBe(true);
+    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+  });
+});
+
+describe("SqlLock sqlite: busy database", () => {
+  it("a claim that meets SQLITE_BUSY retries with backoff, then gives up with a BackendError", async () => {
+    const [b0] = await sqliteTarget.make(60_000);
+    const file = `${b0!.table}.db`;
+    const db = sqlite.open(file);
+    db.pragma("busy_timeout = 1"); // kept as set: SqlLock only fills in a missing timeout
+    const b = new SqlLock({ client: db, table: b0!.table });
+    const blocker = sqlite.open(file);
+    blocker.exec("BEGIN IMMEDIATE");
+    setTimeout(() => blocker.exec("COMMIT"), 25);
+    expect(won(await b.claim("busy", 60_000)).fencingId).toBe(1);
+    blocker.exec("BEGIN IMMEDIATE");
+    const error = await b.claim("busy2", 60_000).catch((e: unknown) => e);
+    blocker.exec("ROLLBACK");
+    expect(error).toBeInstanceOf(BackendError);
+    expect((error as BackendError).cause).toMatchObject({
+      code: expect.stringMatching(/^SQLITE_BUSY/),
+    });
+    expect(won(await b.claim("busy2", 60_000)).fencingId).toBe(1);
+  });
+
+  it("a duplicate or contended claim answers while another process holds the write lock", async () => {
+    const [b0] = await sqliteTarget.make(60_000);
+    const file = `${b0!.table}.db`;
+    const db = sqlite.open(file);
+    db.pragma("busy_timeout = 1");
+    const b = new SqlLock({ client: db, table: b0!.table });
+    expect(await b.complete(won(await b.claim("done", 60_000)))).toBe(true);
+    won(await b.claim("held", 60_000));
+    const blocker = sqlite.open(file);
+    blocker.exec("BEGIN IMMEDIATE");
+    try {
+      // Neither answer needs to write, so neither waits for (or fails on) the writer.
+      expect(await b.claim("done", 60_000)).toEqual({ status: "done" });
+      expect(await b.claim("held", 60_000)).toMatchObject({ status: "held" });
+      const error = await b.claim("absent", 60_000).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendError);
+    } finally {
+      blocker.exec("ROLLBACK");
+    }
+  });
+});
+
+describe("SqlLock sqlite: two OS processes on one WAL file", () => {
+  it("admit exactly one winner per key", async () => {
+    const [b] = await sqliteTarget.make(60_000);
+    const file = join(sqlite.dir, `${b!.table}.db`);
+    const keys = Array.from({ length: 2000 }, (_, i) => `proc:${i}`);
+    const children = [0, 1].map(() =>
+      fork(join(here, "../support/sqlite-child.ts"), [file, b!.table, "0"], {
+        execArgv: ["--import", "tsx", "--import", join(here, "../../scripts/text-loader.mjs")],
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      }),
+    );
+    const ready = children.map(
+      (child) =>
+        new Promise<void>((done, fail) => {
+          child.once("message", () => done());
+          child.once("exit", (code) => fail(new Error(`child exited early with ${code}`)));
+        }),
+    );
+    await Promise.all(ready);
+    const results = children.map(
+      (child) =>
+        new Promise<string[]>((done) => {
+          child.once("message", (m) => done((m as { statuses: string[] }).statuses));
+        }),
+    );
+    const startAt = Date.now() + 200;
+    for (const child of children) child.send({ keys, startAt });
+    const [one, two] = await Promise.all(results);
+    let winsOne = 0;
+    for (let i = 0; i < keys.length; i++) {
+      const pair = [one![i], two![i]].sort();
+      expect(pair).toEqual(["held", "won"]);
+      if (one![i] === "won") winsOne++;
+    }
+    console.info(`[sql tests] sqlite processes: ${winsOne}/${keys.length} keys won by the first`);
+  }, 60_000);
+});

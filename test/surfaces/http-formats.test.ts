@@ -1,70 +1,22 @@
 // Every push format on every way idempotentHttp is mounted: the same message is keyed and
 // de-duplicated the same way, and the handler reads the same ParsedMessage.
-import { createServer } from "node:http";
-import { http } from "@google-cloud/functions-framework";
-import { getTestServer } from "@google-cloud/functions-framework/testing";
-import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
-import {
-  type HttpRequestLike,
-  type HttpResponseLike,
-  idempotentHttp,
-  type ParsedMessage,
-} from "../../src/surfaces/index.js";
+import { idempotentHttp, type ParsedMessage } from "../../src/surfaces/index.js";
 import {
   type CloudEventFields,
   cloudEventRequest,
   type PushHttpRequest,
   pushRequest,
 } from "../../src/testing/push-simulator.js";
-import { captureLogger, gate, listen } from "./helpers.js";
+import { captureLogger, gate, type PushHandler, pushMounts } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((c) => c()));
 });
 
-type Handler = (req: HttpRequestLike, res: HttpResponseLike) => Promise<void>;
-
-let registered = 0;
-const mounts: Record<string, (fn: Handler) => Promise<string>> = {
-  "functions-framework http": async (fn) => {
-    const name = `formats${++registered}`;
-    http(name, fn);
-    const s = await listen(getTestServer(name));
-    closers.push(s.close);
-    return s.url;
-  },
-  "express json": async (fn) => {
-    const app = express();
-    app.use(express.json());
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "express raw": async (fn) => {
-    const app = express();
-    app.use(express.raw({ type: "*/*" }));
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "express without parser": async (fn) => {
-    const app = express();
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "node:http": async (fn) => {
-    const s = await listen(createServer((req, res) => void fn(req, res)));
-    closers.push(s.close);
-    return s.url;
-  },
-};
+const mounts = pushMounts(closers);
 
 async function send(url: string, request: PushHttpRequest) {
   const response = await fetch(url, {
@@ -103,6 +55,14 @@ function formats(): [string, PushHttpRequest, ReturnType<typeof seen>][] {
     subscription: SUBSCRIPTION,
     orderingKey: "c-1",
   });
+  // An event that is no Pub/Sub message: no messageId, subscription or ordering key.
+  const storage = (name: string) => ({
+    messageId: "",
+    data: { name },
+    subscription: undefined,
+    orderingKey: undefined,
+    eventType: STORAGE.type,
+  });
   const id = (tag: string) => `${tag}-${n}`;
   return [
     [
@@ -137,30 +97,18 @@ function formats(): [string, PushHttpRequest, ReturnType<typeof seen>][] {
     [
       "binary Cloud Storage event",
       cloudEventRequest({ ...STORAGE, id: id("gb"), data: { name: id("gb") } }, "binary"),
-      {
-        messageId: "",
-        data: { name: id("gb") },
-        subscription: undefined,
-        orderingKey: undefined,
-        eventType: STORAGE.type,
-      },
+      storage(id("gb")),
     ],
     [
       "structured Cloud Storage event",
       cloudEventRequest({ ...STORAGE, id: id("gs"), data: { name: id("gs") } }, "structured"),
-      {
-        messageId: "",
-        data: { name: id("gs") },
-        subscription: undefined,
-        orderingKey: undefined,
-        eventType: STORAGE.type,
-      },
+      storage(id("gs")),
     ],
   ];
 }
 
 describe.each(Object.keys(mounts))("push formats on %s", (mountName) => {
-  const mount = mounts[mountName] as (fn: Handler) => Promise<string>;
+  const mount = mounts[mountName] as (fn: PushHandler) => Promise<string>;
 
   it("every format runs once, is answered 204 twice and reads the same message", async () => {
     const runs: ReturnType<typeof seen>[] = [];

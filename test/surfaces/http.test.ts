@@ -1,18 +1,12 @@
 import { Buffer } from "node:buffer";
 import { createServer } from "node:http";
-import { http } from "@google-cloud/functions-framework";
-import { getTestServer } from "@google-cloud/functions-framework/testing";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import type { Logger } from "../../src/core/types.js";
-import {
-  type HttpRequestLike,
-  type HttpResponseLike,
-  idempotentHttp,
-} from "../../src/surfaces/index.js";
+import { idempotentHttp } from "../../src/surfaces/index.js";
 import { pushBody } from "../../src/testing/push-simulator.js";
-import { captureLogger, gate, listen, post } from "./helpers.js";
+import { captureLogger, gate, listen, post, pushMounts } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];
 const unhandled: unknown[] = [];
@@ -23,48 +17,8 @@ afterEach(async () => {
   expect(unhandled).toEqual([]);
 });
 
-type Handler = (req: HttpRequestLike, res: HttpResponseLike) => Promise<void>;
-
-/** The same gateway mounted three ways; each returns the URL to POST to. */
-let registered = 0;
-const mounts: Record<string, (fn: Handler) => Promise<string>> = {
-  "functions-framework http": async (fn) => {
-    const name = `push${++registered}`;
-    http(name, fn);
-    const s = await listen(getTestServer(name));
-    closers.push(s.close);
-    return s.url;
-  },
-  "express json": async (fn) => {
-    const app = express();
-    app.use(express.json());
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "express raw": async (fn) => {
-    const app = express();
-    app.use(express.raw({ type: "*/*" }));
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "express text": async (fn) => {
-    const app = express();
-    app.use(express.text({ type: "*/*" }));
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "node:http": async (fn) => {
-    const s = await listen(createServer((req, res) => void fn(req, res)));
-    closers.push(s.close);
-    return s.url;
-  },
-};
+/** The same gateway mounted every way users mount it; each returns the URL to POST to. */
+const mounts = pushMounts(closers);
 
 function gateway(logger: Logger, backend = new InMemoryLock()) {
   const calls: string[] = [];

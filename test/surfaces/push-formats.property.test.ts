@@ -5,10 +5,7 @@
 // never keyed by anything else. Once with request objects handed to the handler (anything
 // goes), once over real sockets on every mount (what node:http lets through).
 import { Buffer } from "node:buffer";
-import { createServer, request as httpRequest } from "node:http";
-import { http } from "@google-cloud/functions-framework";
-import { getTestServer } from "@google-cloud/functions-framework/testing";
-import express from "express";
+import { request as httpRequest } from "node:http";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
@@ -26,7 +23,7 @@ import {
   pushBody,
   pushRequest,
 } from "../../src/testing/push-simulator.js";
-import { listen } from "./helpers.js";
+import { type PushHandler, pushMounts } from "./helpers.js";
 
 const SEED = 20261203;
 const RANDOM_MS = 3_000;
@@ -257,7 +254,7 @@ describe("hostile push headers over real sockets", () => {
   const closers: (() => Promise<void>)[] = [];
   /** Each copy goes to its own handler: the mount routes by a header to the copy's gateway. */
   const gateways = new Map<string, ReturnType<typeof idempotentHttp>>();
-  const route = (req: HttpRequestLike, res: Parameters<ReturnType<typeof idempotentHttp>>[1]) => {
+  const route: PushHandler = (req, res) => {
     const id = req.headers?.["x-test-case"];
     const handler = typeof id === "string" ? gateways.get(id) : undefined;
     if (!handler) {
@@ -269,21 +266,10 @@ describe("hostile push headers over real sockets", () => {
   };
 
   beforeAll(async () => {
-    const serve = async (name: string, server: ReturnType<typeof createServer>, path = "") => {
-      const s = await listen(server);
-      closers.push(s.close);
-      urls[name] = `${s.url}${path}`;
-    };
-    await serve(
-      "node:http",
-      createServer((req, res) => void route(req, res)),
-    );
-    const withJson = express();
-    withJson.use(express.json());
-    withJson.post("/push", route);
-    await serve("express json", createServer(withJson), "push");
-    http("hostileHeaders", route);
-    await serve("functions-framework http", getTestServer("hostileHeaders"));
+    const mounts = pushMounts(closers);
+    for (const name of ["node:http", "express json", "functions-framework http"]) {
+      urls[name] = await (mounts[name] as (fn: PushHandler) => Promise<string>)(route);
+    }
   });
   afterAll(async () => {
     await Promise.all(closers.map((close) => close()));

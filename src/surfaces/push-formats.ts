@@ -49,10 +49,11 @@ export interface PushRequestHeaders {
   readonly headersDistinct?: Readonly<Record<string, readonly string[] | undefined>>;
 }
 
-// Payload unwrapping, https://cloud.google.com/pubsub/docs/payload-unwrapping: with write
-// metadata, Pub/Sub writes the message metadata to `x-goog-pubsub-<KEY>` headers and each
-// attribute to a header of its own name (PushConfig.NoWrapper.write_metadata,
-// https://cloud.google.com/pubsub/docs/reference/rest/v1/projects.subscriptions#NoWrapper).
+// Payload unwrapping, https://docs.cloud.google.com/pubsub/docs/payload-unwrapping: with
+// write metadata, Pub/Sub writes the message metadata to `x-goog-pubsub-<KEY>` headers
+// (subscription-name, message-id, publish-time, ordering-key) and each attribute to a header
+// of its own name (PushConfig.NoWrapper.write_metadata, https://cloud.google.com/java/docs/
+// reference/google-cloud-pubsub/latest/com.google.pubsub.v1.PushConfig.NoWrapperOrBuilder).
 // No delivery attempt is written.
 const MESSAGE_ID = "x-goog-pubsub-message-id";
 const SUBSCRIPTION = "x-goog-pubsub-subscription-name";
@@ -83,7 +84,7 @@ class RequestHeaders {
         if (!isRead(lower) || !Array.isArray(all) || all.length < 2) continue;
         this.values.set(
           lower,
-          all.map((value) => text(lower, value)),
+          all.map((value) => headerText(lower, value)),
         );
       }
     }
@@ -94,7 +95,7 @@ class RequestHeaders {
     if (!isRead(lower) || value === undefined) return;
     const list = Array.isArray(value) ? value : [value];
     const seen = this.values.get(lower) ?? [];
-    for (const one of list) seen.push(text(lower, one));
+    for (const one of list) seen.push(headerText(lower, one));
     this.values.set(lower, seen);
   }
 
@@ -110,9 +111,9 @@ class RequestHeaders {
     return (this.values.get(name)?.length ?? 0) > 0;
   }
 
-  /** The names read that start with `prefix`. */
+  /** The names read that start with `prefix` and came with a value. */
   named(prefix: string): string[] {
-    return [...this.values.keys()].filter((name) => name.startsWith(prefix));
+    return [...this.values.keys()].filter((name) => name.startsWith(prefix) && this.has(name));
   }
 }
 
@@ -128,7 +129,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * A header value as text. node:http hands header bytes over one character per byte, so
  * UTF-8 sent as it is arrives as Latin-1 look-alikes: read those back as UTF-8.
  */
-function text(name: string, value: unknown): string {
+function headerText(name: string, value: unknown): string {
   if (typeof value !== "string") fail(`the ${name} header is ${shown(value)}, not text`);
   let high = false;
   for (let i = 0; i < value.length; i++) {
@@ -256,19 +257,17 @@ export function missingKeyReason(message: ParsedMessage): string | undefined {
 /** The body as a JSON object when it is one (parsed, or JSON text or bytes); else undefined. */
 function jsonBody(body: unknown): Json | undefined {
   if (isObject(body)) return body;
-  if (!isBytes(body) && typeof body !== "string") return undefined;
-  // Only text that starts like an object is parsed: a large binary payload is not decoded.
-  const bytes = isBytes(body) ? body : undefined;
-  const text = bytes === undefined ? (body as string) : undefined;
-  let i = 0;
-  const length = bytes?.byteLength ?? text?.length ?? 0;
-  const at = (n: number) => bytes?.[n] ?? text?.charCodeAt(n) ?? 0;
-  while (i < length && (at(i) === 0x20 || at(i) === 0x09 || at(i) === 0x0a || at(i) === 0x0d)) {
-    i++;
-  }
-  if (at(i) !== 0x7b) return undefined;
+  let json: string;
+  if (typeof body === "string") json = body;
+  else if (isBytes(body)) {
+    // Only bytes that start like an object are decoded: a large binary payload is not.
+    const first = body.findIndex((b) => b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d);
+    if (body[first] !== 0x7b) return undefined;
+    json = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
+  } else return undefined;
+  if (!json.trimStart().startsWith("{")) return undefined;
   try {
-    const value: unknown = JSON.parse(text ?? Buffer.from(body as Uint8Array).toString("utf8"));
+    const value: unknown = JSON.parse(json);
     return isObject(value) ? value : undefined;
   } catch {
     return undefined;

@@ -220,6 +220,12 @@ describe("parsePushRequest: CloudEvents over HTTP", () => {
     ["a stray %", { ...binary, "ce-source": "50%" }, "", /not valid percent-encoding/],
     ["a NUL once decoded", { ...binary, "ce-id": "a%00" }, "", /control character U\+0000/],
     ["a bad attribute name", { ...binary, "ce-foo_bar": "x" }, "", /names no CloudEvent attribute/],
+    [
+      "a ce-source given as no value",
+      { ...binary, "ce-source": [] },
+      "",
+      /has no ce-source header/,
+    ],
     ["a duplicated ce-id", { ...binary, "ce-id": ["1", "2"] }, "", /ce-id header is sent 2 times/],
     ["a time that is no timestamp", { ...binary, "ce-time": "noon" }, "", /not a timestamp/],
     [

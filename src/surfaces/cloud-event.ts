@@ -1,12 +1,16 @@
 // The CloudEvent surface: a functions-framework `cloudEvent` function, whose only answers
 // are resolve (204, ack) and reject (500, nack).
-import { type CloudEventLike, cloudEventDeliveryAttempt, cloudEventMessageId } from "./envelope.js";
+import { cloudEventKey } from "./cloud-event-attributes.js";
+import { type CloudEventLike, cloudEventDeliveryAttempt } from "./envelope.js";
 import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.js";
 
 /**
  * Wrap a functions-framework `cloudEvent` function. It resolves on success or a
  * duplicate (204, ack) and rejects otherwise (500, nack): a `cloudEvent` function cannot
  * pick its status, so contention is a 500 here — use {@link idempotentHttp} for a 503.
+ *
+ * The default key is the Pub/Sub messageId of a `messagePublished` event, and the `source`
+ * and `id` of any other event (Cloud Storage, Audit Logs, custom): {@link cloudEventKey}.
  *
  * @example
  * ```ts
@@ -26,7 +30,7 @@ export function idempotent<E extends CloudEventLike = CloudEventLike>(
   return async (event) => {
     const outcome = await deliver(gateway, {
       input: event,
-      defaultKey: () => cloudEventMessageId(event),
+      defaultKey: () => cloudEventKey(event),
       run: () => handler(event),
       deliveryAttempt: cloudEventDeliveryAttempt(event),
     });

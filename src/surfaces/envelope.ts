@@ -1,10 +1,11 @@
 // Reading a Pub/Sub message out of whichever envelope carried it: a push body, a CloudEvent
 // or a pull Message, into one ParsedMessage. One piece although it is over 350 lines: the
 // three parsers share every field reader (data, attributes, ids, deliveryAttempt) and the
-// reason texts, so a field is checked the same way whichever way it came; split, those
-// readers would be exported across files for no reader of their own.
+// reason texts, so a field is checked the same way whichever way it came. The HTTP push
+// formats (push-formats.ts) reuse those readers through the internal exports below.
 import { Buffer } from "node:buffer";
 import { MalformedMessage } from "../core/errors.js";
+import type { CloudEventAttributes } from "./cloud-event-attributes.js";
 
 /**
  * The CloudEvent type Pub/Sub (through Eventarc or functions-framework) delivers;
@@ -33,7 +34,11 @@ export const MESSAGE_PUBLISHED_TYPE = "google.cloud.pubsub.topic.v1.messagePubli
  * ```
  */
 export interface ParsedMessage {
-  /** The Pub/Sub message id: the default idempotency key. */
+  /**
+   * The Pub/Sub message id: the default idempotency key. `""` when the delivery carried none:
+   * an unwrapped push without write-metadata, or a CloudEvent that is not a Pub/Sub message
+   * (its identity is `event.source` with `event.id`).
+   */
   readonly messageId: string;
   /** The decoded payload (empty when the message carried attributes only). */
   readonly data: Buffer;
@@ -47,6 +52,11 @@ export interface ParsedMessage {
   readonly deliveryAttempt?: number;
   /** Absent when functions-framework converted a raw push body into a CloudEvent. */
   readonly subscription?: string;
+  /**
+   * The CloudEvent's attributes when the message came as a CloudEvent over HTTP (binary or
+   * structured mode); `data` is then the event's data.
+   */
+  readonly event?: CloudEventAttributes;
   /** The payload as UTF-8 text. */
   text(): string;
   /** The payload parsed as JSON; throws MalformedMessage when it is not JSON. */
@@ -84,11 +94,16 @@ export type PushMessage = ParsedMessage;
  * ```
  */
 export interface CloudEventLike {
-  /** The CloudEvent id (Pub/Sub sets it to the message id; the gateway keys on `data`). */
+  /**
+   * The CloudEvent id. For a Pub/Sub event the gateway keys on the messageId in `data`; for
+   * any other type on `source` with `id`.
+   */
   readonly id?: string;
-  /** Expected to be {@link MESSAGE_PUBLISHED_TYPE} when present. */
+  /** Who produced the event; with `id`, the key of an event that is not a Pub/Sub message. */
+  readonly source?: string;
+  /** {@link MESSAGE_PUBLISHED_TYPE} for a Pub/Sub message; any other type is keyed by source and id. */
   readonly type?: string;
-  /** `{ message, subscription }`, as an object, a JSON string or JSON bytes. */
+  /** For a Pub/Sub event `{ message, subscription }`, as an object, a JSON string or JSON bytes. */
   readonly data?: unknown;
 }
 
@@ -123,12 +138,13 @@ export interface PubSubMessageLike {
   nack(): void;
 }
 
-type Json = Record<string, unknown>;
+/** A JSON object as parsed: string keys, unknown values. */
+export type Json = Record<string, unknown>;
 
-const isObject = (value: unknown): value is Json =>
+export const isObject = (value: unknown): value is Json =>
   value !== null && typeof value === "object" && !Array.isArray(value) && !isBytes(value);
 
-const isBytes = (value: unknown): value is Uint8Array => value instanceof Uint8Array;
+export const isBytes = (value: unknown): value is Uint8Array => value instanceof Uint8Array;
 
 /** 1 for each character of the base64 alphabets Buffer decodes (standard and URL-safe). */
 const BASE64_CHAR = (() => {
@@ -159,12 +175,12 @@ export function isBase64(text: string): boolean {
   return end % 4 !== 1;
 }
 
-function fail(reason: string): never {
+export function fail(reason: string): never {
   throw new MalformedMessage(`malformed Pub/Sub message: ${reason}`);
 }
 
 /** A one-line, bounded rendering of an offending value for a reason text. */
-function shown(value: unknown): string {
+export function shown(value: unknown): string {
   let text: string;
   if (value === undefined) text = "undefined";
   else if (typeof value === "string") text = JSON.stringify(value);
@@ -179,11 +195,11 @@ function shown(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-function decodeBase64(data: unknown): Buffer {
+export function decodeBase64(data: unknown, where = "message.data"): Buffer {
   if (data === undefined || data === null) return Buffer.alloc(0);
-  if (typeof data !== "string") fail(`message.data must be a base64 string, got ${shown(data)}`);
+  if (typeof data !== "string") fail(`${where} must be a base64 string, got ${shown(data)}`);
   // Buffer.from(…, "base64") silently skips bad characters; check the alphabet first.
-  if (!isBase64(data)) fail("message.data is not valid base64");
+  if (!isBase64(data)) fail(`${where} is not valid base64`);
   return Buffer.from(data, "base64");
 }
 
@@ -215,7 +231,8 @@ function deliveryAttemptOf(value: unknown): number | undefined {
   return value;
 }
 
-function makeMessage(fields: {
+/** Assemble a frozen {@link ParsedMessage}; every parser ends here. */
+export function makeMessage(fields: {
   messageId: string;
   data: Buffer;
   attributes: Record<string, string>;
@@ -223,8 +240,15 @@ function makeMessage(fields: {
   orderingKey: string | undefined;
   deliveryAttempt: number | undefined;
   subscription: string | undefined;
+  event?: CloudEventAttributes | undefined;
 }): ParsedMessage {
-  const { data } = fields;
+  const { data, event } = fields;
+  const label =
+    fields.messageId !== ""
+      ? `message ${fields.messageId}`
+      : event !== undefined
+        ? `event ${event.id}`
+        : "the message";
   const message: ParsedMessage = {
     messageId: fields.messageId,
     data,
@@ -235,7 +259,7 @@ function makeMessage(fields: {
         return JSON.parse(data.toString("utf8")) as T;
       } catch (error) {
         throw new MalformedMessage(
-          `message ${fields.messageId}: data is not JSON (${error instanceof Error ? error.message : String(error)})`,
+          `${label}: data is not JSON (${error instanceof Error ? error.message : String(error)})`,
         );
       }
     },
@@ -244,12 +268,17 @@ function makeMessage(fields: {
     ...(fields.orderingKey ? { orderingKey: fields.orderingKey } : {}),
     ...(fields.deliveryAttempt === undefined ? {} : { deliveryAttempt: fields.deliveryAttempt }),
     ...(fields.subscription === undefined ? {} : { subscription: fields.subscription }),
+    ...(event === undefined ? {} : { event }),
   };
   return Object.freeze(message);
 }
 
 /** Parse the `{message, subscription?, deliveryAttempt?}` object common to push and CloudEvent. */
-function fromEnvelopeObject(envelope: Json, where: string): ParsedMessage {
+export function fromEnvelopeObject(
+  envelope: Json,
+  where: string,
+  event?: CloudEventAttributes,
+): ParsedMessage {
   const raw = envelope.message;
   if (raw === undefined) fail(`${where}has no "message" field`);
   if (!isObject(raw)) fail(`${where}message must be an object, got ${shown(raw)}`);
@@ -274,11 +303,12 @@ function fromEnvelopeObject(envelope: Json, where: string): ParsedMessage {
     orderingKey: stringField(raw, "orderingKey", m) ?? stringField(raw, "ordering_key", m),
     deliveryAttempt: deliveryAttemptOf(envelope.deliveryAttempt ?? envelope.delivery_attempt),
     subscription: stringField(envelope, "subscription", where),
+    event,
   });
 }
 
 /** A JSON object out of a parsed object, a JSON string or JSON bytes. */
-function jsonObject(body: unknown, what: string): Json {
+export function jsonObject(body: unknown, what: string): Json {
   let value = body;
   if (isBytes(value)) value = Buffer.from(value).toString("utf8");
   if (typeof value === "string") {

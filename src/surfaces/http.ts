@@ -4,9 +4,10 @@ import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
 import { errorText } from "../core/logger.js";
 import { describe, readOptions } from "../core/validate.js";
-import { type ParsedMessage, parsePushBody } from "./envelope.js";
+import type { ParsedMessage } from "./envelope.js";
 import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
 import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
+import { defaultMessageKey, missingKeyReason, parsePushRequest } from "./push-formats.js";
 
 /**
  * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`
@@ -42,7 +43,9 @@ export type HttpHeadersLike = Readonly<Record<string, string | string[] | undefi
 export interface HttpRequestLike {
   /** Parsed by a body parser (object), raw (Buffer/string), or absent: then the stream is read. */
   body?: unknown;
-  /** The request headers. */
+  /** The body's bytes as functions-framework keeps them beside the parsed `body`; read first. */
+  readonly rawBody?: unknown;
+  /** The request headers: they tell an unwrapped push or a CloudEvent from a push body. */
   readonly headers?: HttpHeadersLike;
   /** True when the stream was consumed already (and no `body` was left): nothing to read. */
   readonly readableEnded?: boolean;
@@ -125,7 +128,7 @@ export type Res = HttpResponseLike;
  * ```
  */
 export interface PushRequest<Q extends HttpRequestLike = HttpRequestLike> {
-  /** The parsed push body. */
+  /** The parsed push, whichever format it came in. */
   readonly message: ParsedMessage;
   /** The request it came in. */
   readonly req: Q;
@@ -181,6 +184,11 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
  * 503; the handler threw → 500; no key → 400; a malformed push body → 400 with a reason.
  * A handler that sends its own response keeps it.
  *
+ * It reads every push format ({@link parsePushRequest}): a wrapped push, an unwrapped push
+ * (keyed by its `x-goog-pubsub-message-id` header; without write-metadata only a `key` option
+ * can key it), and CloudEvents over HTTP from Eventarc in binary or structured mode (a Pub/Sub
+ * event keyed by its messageId, any other by its source and id: {@link defaultMessageKey}).
+ *
  * @example
  * ```ts
  * import express from "express";
@@ -222,7 +230,7 @@ export function idempotentHttp<
     }
     let message: ParsedMessage;
     try {
-      message = parsePushBody(await readBody(req, limit));
+      message = parsePushRequest(req, await readBody(req, limit));
     } catch (error) {
       if (error instanceof BodyTooLarge) {
         logger.warn(error.message, { outcome: "too_large" });
@@ -236,7 +244,7 @@ export function idempotentHttp<
     }
     const outcome = await deliver(gateway, {
       input: { message, req },
-      defaultKey: () => message.messageId,
+      defaultKey: () => defaultMessageKey(message),
       run: () => handler(message, req, res),
       deliveryAttempt: message.deliveryAttempt,
     });
@@ -248,12 +256,16 @@ export function idempotentHttp<
       case "in_progress":
         send(res, 503, outcome.error.message);
         return;
-      case "unkeyed":
+      case "unkeyed": {
+        const why = missingKeyReason(message);
+        send(res, 400, oneLine(why ? `${outcome.error.message}: ${why}` : outcome.error.message));
+        return;
+      }
       case "invalid_key":
         send(res, 400, oneLine(outcome.error.message));
         return;
       case "failed":
-        logFailure(logger, outcome, message.messageId);
+        logFailure(logger, outcome, message.messageId || message.event?.id || "");
         // The reason stays in the log: a 500 body must not leak internals to the caller.
         send(res, 500, "the handler failed; the message will be redelivered");
         return;
@@ -299,12 +311,28 @@ function maxBodyBytesOption(value: unknown): number {
 
 class BodyTooLarge extends Error {}
 
-/** The push body: as parsed by a framework, or read from the stream under a size limit. */
+function isEmptyPlainObject(value: unknown): boolean {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    Object.getPrototypeOf(value) === Object.prototype &&
+    Object.keys(value).length === 0
+  );
+}
+
+/**
+ * The push body: the bytes a framework kept (`rawBody`), what it parsed, or the stream read
+ * under a size limit.
+ */
 async function readBody(req: HttpRequestLike, limit: number): Promise<unknown> {
-  const { body } = req;
-  if (body !== undefined) return body;
+  const { rawBody, body } = req;
+  if (rawBody instanceof Uint8Array) return rawBody;
   const iterate = req[Symbol.asyncIterator];
-  if (typeof iterate !== "function" || req.readableEnded) return undefined;
+  const unread = typeof iterate === "function" && !req.readableEnded;
+  // Express 4's body parsers leave `{}` on a request whose content type they skip, with the
+  // stream unread: the data is still in the stream.
+  if (body !== undefined && !(unread && isEmptyPlainObject(body))) return body;
+  if (!unread) return undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   let tooLarge = false;

@@ -1,5 +1,10 @@
 export { idempotent } from "./cloud-event.js";
 export {
+  type CloudEventAttributes,
+  cloudEventKey,
+  cloudEventSourceIdKey,
+} from "./cloud-event-attributes.js";
+export {
   type CloudEventLike,
   cloudEventMessageId,
   MESSAGE_PUBLISHED_TYPE,
@@ -24,3 +29,8 @@ export {
 } from "./http.js";
 export { type GatewayOptions, gatewayDisabled } from "./pipeline.js";
 export { idempotentMessage } from "./pull.js";
+export {
+  defaultMessageKey,
+  type PushRequestHeaders,
+  parsePushRequest,
+} from "./push-formats.js";

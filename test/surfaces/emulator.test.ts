@@ -101,4 +101,85 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
       await server.close();
     }
   });
+
+  it("unwrapped push with metadata: keyed by the header, not by a message in the payload", async () => {
+    const logger = captureLogger();
+    const seen: Record<string, unknown>[] = [];
+    let failuresLeft = 1;
+    const fn = idempotentHttp({ backend: new InMemoryLock(), logger }, (m, req) => {
+      if (failuresLeft-- > 0) throw new Error("transient");
+      // The attributes come as headers of their own names, lower-cased.
+      seen.push({
+        id: m.messageId,
+        text: m.text(),
+        orderId: req.headers?.orderid,
+        subscription: m.subscription,
+        orderingKey: m.orderingKey,
+      });
+    });
+    const server = await listen(createHttpServer((req, res) => void fn(req, res)));
+    try {
+      const [topic] = await pubsub.createTopic(`unwrapped-${run}`);
+      await topic.createSubscription(`unwrapped-${run}-sub`, {
+        pushConfig: { pushEndpoint: server.url, noWrapper: { writeMetadata: true } },
+        enableMessageOrdering: true,
+        retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 2 } },
+      });
+      const payload = '{"message":{"messageId":"from-the-payload","data":""}}';
+      const id = await topic.publishMessage({
+        data: Buffer.from(payload),
+        attributes: { orderId: "o-7" },
+        orderingKey: "customer-1",
+      });
+      await until(() => seen.length > 0, 20_000, "the unwrapped push");
+      await new Promise((r) => setTimeout(r, 1_500));
+      // The emulator writes the ordering key as x-goog-ordering-key, not the documented
+      // x-goog-pubsub-ordering-key; both are read.
+      expect(seen).toEqual([
+        {
+          id,
+          text: payload,
+          orderId: "o-7",
+          subscription: `projects/${PROJECT}/subscriptions/unwrapped-${run}-sub`,
+          orderingKey: "customer-1",
+        },
+      ]);
+      expect(logger.at("ERROR").map((l) => l.fields.error)).toEqual(["Error: transient"]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("unwrapped push without metadata: no messageId, so a key option keys it", async () => {
+    const runs: string[] = [];
+    const duplicates: string[] = [];
+    const fn = idempotentHttp(
+      {
+        backend: new InMemoryLock(),
+        logger: captureLogger(),
+        key: ({ message }) => `order:${message.json<{ orderId: string }>().orderId}`,
+        onDuplicate: (key) => void duplicates.push(key),
+      },
+      (m) => {
+        expect(m.messageId).toBe("");
+        runs.push(m.json<{ orderId: string }>().orderId);
+      },
+    );
+    const server = await listen(createHttpServer((req, res) => void fn(req, res)));
+    try {
+      const [topic] = await pubsub.createTopic(`bare-${run}`);
+      await topic.createSubscription(`bare-${run}-sub`, {
+        pushConfig: { pushEndpoint: server.url, noWrapper: { writeMetadata: false } },
+        retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 2 } },
+      });
+      // The same order published twice: two messages, one run.
+      await topic.publishMessage({ json: { orderId: "o-8" } });
+      await topic.publishMessage({ json: { orderId: "o-8" } });
+      await until(() => runs.length + duplicates.length >= 2, 20_000, "both unwrapped pushes");
+      expect(runs).toEqual(["o-8"]);
+      expect(duplicates).toEqual(["order:o-8"]);
+    } finally {
+      await server.close();
+    }
+  });
 });

@@ -1,5 +1,9 @@
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { http } from "@google-cloud/functions-framework";
+import { getTestServer } from "@google-cloud/functions-framework/testing";
+import express, { type RequestHandler } from "express";
+import type { HttpRequestLike, HttpResponseLike } from "../../src/surfaces/index.js";
 
 export { captureLogger } from "../support/logger.js";
 
@@ -36,4 +40,40 @@ export function gate(): { promise: Promise<void>; open: () => void } {
     open = done;
   });
   return { promise, open };
+}
+
+/** A request listener as idempotentHttp returns it. */
+export type PushHandler = (req: HttpRequestLike, res: HttpResponseLike) => Promise<void>;
+
+let registered = 0;
+/**
+ * The ways users mount idempotentHttp, by name: each serves a handler on a fresh loopback
+ * server, whose close it adds to `closers`, and returns the URL to POST to.
+ */
+export function pushMounts(
+  closers: (() => Promise<void>)[],
+): Record<string, (fn: PushHandler) => Promise<string>> {
+  const serve = async (server: Server, path = "") => {
+    const s = await listen(server);
+    closers.push(s.close);
+    return `${s.url}${path}`;
+  };
+  const withExpress = (parser?: RequestHandler) => (fn: PushHandler) => {
+    const app = express();
+    if (parser) app.use(parser);
+    app.post("/push", fn);
+    return serve(createServer(app), "push");
+  };
+  return {
+    "functions-framework http": (fn) => {
+      const name = `mounted${++registered}`;
+      http(name, fn);
+      return serve(getTestServer(name));
+    },
+    "express json": withExpress(express.json()),
+    "express raw": withExpress(express.raw({ type: "*/*" })),
+    "express text": withExpress(express.text({ type: "*/*" })),
+    "express without parser": withExpress(),
+    "node:http": (fn) => serve(createServer((req, res) => void fn(req, res))),
+  };
 }

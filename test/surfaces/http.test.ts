@@ -1,18 +1,12 @@
 import { Buffer } from "node:buffer";
 import { createServer } from "node:http";
-import { http } from "@google-cloud/functions-framework";
-import { getTestServer } from "@google-cloud/functions-framework/testing";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import type { Logger } from "../../src/core/types.js";
-import {
-  type HttpRequestLike,
-  type HttpResponseLike,
-  idempotentHttp,
-} from "../../src/surfaces/index.js";
+import { idempotentHttp } from "../../src/surfaces/index.js";
 import { pushBody } from "../../src/testing/push-simulator.js";
-import { captureLogger, gate, listen, post } from "./helpers.js";
+import { captureLogger, gate, listen, post, pushMounts } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];
 const unhandled: unknown[] = [];
@@ -23,48 +17,8 @@ afterEach(async () => {
   expect(unhandled).toEqual([]);
 });
 
-type Handler = (req: HttpRequestLike, res: HttpResponseLike) => Promise<void>;
-
-/** The same gateway mounted three ways; each returns the URL to POST to. */
-let registered = 0;
-const mounts: Record<string, (fn: Handler) => Promise<string>> = {
-  "functions-framework http": async (fn) => {
-    const name = `push${++registered}`;
-    http(name, fn);
-    const s = await listen(getTestServer(name));
-    closers.push(s.close);
-    return s.url;
-  },
-  "express json": async (fn) => {
-    const app = express();
-    app.use(express.json());
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "express raw": async (fn) => {
-    const app = express();
-    app.use(express.raw({ type: "*/*" }));
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "express text": async (fn) => {
-    const app = express();
-    app.use(express.text({ type: "*/*" }));
-    app.post("/push", fn);
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    return `${s.url}push`;
-  },
-  "node:http": async (fn) => {
-    const s = await listen(createServer((req, res) => void fn(req, res)));
-    closers.push(s.close);
-    return s.url;
-  },
-};
+/** The same gateway mounted every way users mount it; each returns the URL to POST to. */
+const mounts = pushMounts(closers);
 
 function gateway(logger: Logger, backend = new InMemoryLock()) {
   const calls: string[] = [];
@@ -144,21 +98,44 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
     expect(response.text.trim()).toMatch(/^malformed Pub\/Sub message: /);
     expect(response.text.trim().split("\n")).toHaveLength(1);
   });
+
+  // Without headers and without a `message` member a body may be an unwrapped push whose
+  // subscription writes no metadata: it has no messageId, so the default key refuses it.
+  it.each(bodiesWithoutMessage())("400 for a body that is no push: %s", async (_name, body) => {
+    const logger = captureLogger();
+    const { fn, calls } = gateway(logger);
+    const url = await mount(fn);
+    const response = await post(url, body, { "content-type": "application/json" });
+    expect(response.status).toBe(400);
+    expect(calls).toEqual([]);
+    if (response.text.startsWith("<!DOCTYPE") && mountName !== "node:http") return;
+    expect(response.text.trim()).toMatch(
+      /^no idempotency key could be resolved for the message: the request has no Pub\/Sub messageId/,
+    );
+    expect(response.text.trim().split("\n")).toHaveLength(1);
+  });
 });
+
+/** [name, raw body text]: JSON bodies with no `message` member, and bodies that are no JSON object. */
+function bodiesWithoutMessage(): [string, string][] {
+  return [
+    ["not JSON", "{not json"],
+    ["empty body", ""],
+    ["whitespace body", "   "],
+    ["JSON null", "null"],
+    ["JSON array", JSON.stringify([{ messageId: "1" }])],
+    ["JSON string", JSON.stringify("hello")],
+    ["JSON number", "42"],
+    ["no message", JSON.stringify({ subscription: "s" })],
+    ["message only in the prototype", '{"__proto__":{"message":{"messageId":"1"}}}'],
+  ];
+}
 
 /** [name, raw body text, content type]: none of these may ever get a 2xx. */
 function malformedBodies(): [string, string, string][] {
   const json = (v: unknown) => JSON.stringify(v);
   const ok = { data: Buffer.from("x").toString("base64"), messageId: "1" };
   const cases: [string, string][] = [
-    ["not JSON", "{not json"],
-    ["empty body", ""],
-    ["whitespace body", "   "],
-    ["JSON null", "null"],
-    ["JSON array", json([ok])],
-    ["JSON string", json("hello")],
-    ["JSON number", "42"],
-    ["no message", json({ subscription: "s" })],
     ["message is a string", json({ message: "hi" })],
     ["message is an array", json({ message: [ok] })],
     ["message is null", json({ message: null })],

@@ -84,7 +84,7 @@ describe("GCP_PUBSUB_IDEMPOTENCY_DISABLED", () => {
     const { backend } = untouchable();
     const logger = captureLogger();
     const http = idempotentHttp({ backend, logger }, () => {});
-    const a = exchange({ nope: true });
+    const a = exchange({ message: "nope" });
     await http(a.req, a.res);
     expect(a.res.statusCode).toBe(400);
     const m = fakeMessage("x");

@@ -1,8 +1,14 @@
 import { createServer } from "node:http";
 import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
-import { idempotentHttp } from "../../src/surfaces/index.js";
-import { simulatePushDeliveries } from "../../src/testing/push-simulator.js";
+import { InvalidConfiguration } from "../../src/core/errors.js";
+import { idempotentHttp, type ParsedMessage, parsePushRequest } from "../../src/surfaces/index.js";
+import {
+  cloudEventRequest,
+  type PushFormat,
+  pushRequest,
+  simulatePushDeliveries,
+} from "../../src/testing/push-simulator.js";
 import { captureLogger, listen } from "../surfaces/helpers.js";
 
 describe("simulatePushDeliveries", () => {
@@ -63,5 +69,160 @@ describe("simulatePushDeliveries", () => {
         simulatePushDeliveries({ handler, messages: ["x"], [option]: value }),
       ).rejects.toThrow(new RegExp(`${option} must be an integer`));
     }
+  });
+});
+
+describe("simulatePushDeliveries in every push format", () => {
+  const formats: PushFormat[] = [
+    "wrapped",
+    "unwrapped-with-metadata",
+    "cloudevent-binary",
+    "cloudevent-structured",
+  ];
+  it.each(formats)("%s: each message runs once and every copy is acked", async (format) => {
+    const seen: ParsedMessage[] = [];
+    const handler = idempotentHttp(
+      { backend: new InMemoryLock(), logger: captureLogger() },
+      async (message) => {
+        seen.push(message);
+        await new Promise((r) => setTimeout(r, 10));
+      },
+    );
+    const report = await simulatePushDeliveries({
+      handler,
+      format,
+      messages: [{ po: "1" }, { po: "2" }],
+      copies: 3,
+      backoffMs: 5,
+    });
+    expect(report.unacked).toEqual([]);
+    expect(seen.map((m) => m.json<{ po: string }>().po).sort()).toEqual(["1", "2"]);
+    expect(seen.map((m) => m.messageId).sort()).toEqual(
+      report.messages.map((m) => m.messageId).sort(),
+    );
+    // Only a format with a push body carries the deliveryAttempt.
+    const attempts = seen.map((m) => m.deliveryAttempt);
+    if (format === "unwrapped-with-metadata") expect(attempts).toEqual([undefined, undefined]);
+    else expect(attempts.every((a) => typeof a === "number")).toBe(true);
+  });
+
+  it("unwrapped without metadata is refused by the default key and kept by a key option", async () => {
+    const refused = await simulatePushDeliveries({
+      handler: idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, () => {}),
+      format: "unwrapped",
+      messages: [{ po: "1" }],
+      copies: 1,
+      maxRedeliveries: 1,
+      backoffMs: 1,
+    });
+    expect(refused.statusCounts).toEqual({ 400: 2 });
+    let runs = 0;
+    const keyed = await simulatePushDeliveries({
+      handler: idempotentHttp(
+        {
+          backend: new InMemoryLock(),
+          logger: captureLogger(),
+          key: ({ message }) => message.json<{ po: string }>().po,
+        },
+        () => void runs++,
+      ),
+      format: "unwrapped",
+      messages: [{ po: "1" }, { po: "1" }],
+    });
+    expect(keyed.unacked).toEqual([]);
+    expect(runs).toBe(1);
+  });
+
+  it("sends prebuilt requests as they are: a Cloud Storage event runs once", async () => {
+    const events: string[] = [];
+    const handler = idempotentHttp(
+      { backend: new InMemoryLock(), logger: captureLogger() },
+      (message) => void events.push(`${message.event?.source} ${message.event?.id}`),
+    );
+    const request = cloudEventRequest({
+      type: "google.cloud.storage.object.v1.finalized",
+      source: "//storage.googleapis.com/projects/_/buckets/b",
+      id: "gen-1",
+      data: { name: "a.csv" },
+    });
+    const report = await simulatePushDeliveries({
+      handler,
+      requests: [request, cloudEventRequest({ type: "t", source: "//s", id: "x" }, "structured")],
+      copies: 3,
+    });
+    expect(report.unacked).toEqual([]);
+    expect(report.messages.map((m) => m.messageId)).toEqual(["gen-1", "x"]);
+    expect(events).toEqual(["//storage.googleapis.com/projects/_/buckets/b gen-1", "//s x"]);
+  });
+});
+
+describe("pushRequest and cloudEventRequest", () => {
+  it("an unwrapped push with metadata carries the documented headers, attributes as headers", () => {
+    const request = pushRequest(
+      "data",
+      {
+        messageId: "9",
+        attributes: { orderId: "o-1", "Content-Type": "text/plain" },
+        orderingKey: "kunde-ü",
+        publishTime: "2026-01-02T03:04:05Z",
+        subscription: "projects/p/subscriptions/s",
+      },
+      "unwrapped-with-metadata",
+    );
+    expect(request.headers).toEqual({
+      orderid: "o-1",
+      "content-type": "text/plain",
+      "x-goog-pubsub-message-id": "9",
+      "x-goog-pubsub-subscription-name": "projects/p/subscriptions/s",
+      "x-goog-pubsub-publish-time": "2026-01-02T03:04:05Z",
+      "x-goog-pubsub-ordering-key": Buffer.from("kunde-ü").toString("latin1"),
+    });
+    expect(request.body.toString()).toBe("data");
+    expect(parsePushRequest(request, request.body).orderingKey).toBe("kunde-ü");
+    expect(pushRequest("data", { attributes: { a: "b" } }, "unwrapped").headers).toEqual({});
+  });
+
+  it("refuses what cannot be sent", () => {
+    expect(() =>
+      pushRequest("x", { attributes: { "a b": "1" } }, "unwrapped-with-metadata"),
+    ).toThrow(InvalidConfiguration);
+    expect(() => pushRequest("x", {}, "nope" as PushFormat)).toThrow(/unknown format "nope"/);
+    expect(() => cloudEventRequest({ type: "", source: "//s" })).toThrow(/type must be/);
+    expect(() => cloudEventRequest({ type: "t", source: "//s", extensions: { Bad: "1" } })).toThrow(
+      /extension name "Bad"/,
+    );
+  });
+
+  it("percent-encodes binary-mode attributes, which the gateway decodes", () => {
+    const subject = 'objects/50% "off" ü.pdf';
+    const request = cloudEventRequest({
+      type: "t",
+      source: "//s",
+      subject,
+      extensions: { n: " " },
+    });
+    expect(request.headers["ce-subject"]).toBe("objects/50%25%20%22off%22%20%C3%BC.pdf");
+    const event = parsePushRequest(request, request.body).event;
+    expect(event?.subject).toBe(subject);
+    expect(event?.extensions).toEqual({ n: " " });
+  });
+
+  it("sends the authorization header with every format", async () => {
+    const seen: (string | undefined)[] = [];
+    const fn = idempotentHttp(
+      { backend: new InMemoryLock(), logger: captureLogger() },
+      (_m, req) => {
+        const value = req.headers?.authorization;
+        seen.push(typeof value === "string" ? value : undefined);
+      },
+    );
+    await simulatePushDeliveries({
+      handler: fn,
+      format: "cloudevent-binary",
+      messages: ["x"],
+      copies: 1,
+      authorization: "Bearer t",
+    });
+    expect(seen).toEqual(["Bearer t"]);
   });
 });

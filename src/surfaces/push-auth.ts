@@ -72,6 +72,7 @@ export interface ResolvedPushAuthOptions {
  * ```
  */
 export interface PushAuthAccepted {
+  /** Always true: the push may be delivered. */
   readonly ok: true;
   /** The verified `email` claim: the push service account. */
   readonly email: string;
@@ -101,7 +102,9 @@ export interface PushAuthAccepted {
  * ```
  */
 export interface PushAuthRefused {
+  /** Always false: answer `status` and deliver nothing. */
   readonly ok: false;
+  /** The HTTP status to answer. */
   readonly status: 401 | 403 | 503;
   /** A short phrase for a log line; never contains the token. */
   readonly reason: string;

@@ -48,11 +48,17 @@ export interface TestIdentityOptions {
  * ```
  */
 export type TestTokenClaims = {
+  /** Issuer; default `https://accounts.google.com`. */
   iss?: string | undefined;
+  /** Audience; default the identity's `audience`. */
   aud?: string | string[] | undefined;
+  /** The account's numeric id; default one made for the identity. */
   sub?: string | undefined;
+  /** Authorized party; default the same as `sub`. */
   azp?: string | undefined;
+  /** The push service account; default the identity's `email`. */
   email?: string | undefined;
+  /** Default true. */
   email_verified?: boolean | undefined;
   /** Epoch seconds. */
   iat?: number | undefined;
@@ -76,8 +82,11 @@ export type TestTokenClaims = {
  * ```
  */
 export type TestTokenHeader = {
+  /** Default `RS256`. */
   alg?: string | undefined;
+  /** Default the identity's `kid`. */
   kid?: string | undefined;
+  /** Default `JWT`. */
   typ?: string | undefined;
   [field: string]: unknown;
 };

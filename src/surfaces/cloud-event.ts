@@ -12,6 +12,9 @@ import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.
  * The default key is the Pub/Sub messageId of a `messagePublished` event, and the `source`
  * and `id` of any other event (Cloud Storage, Audit Logs, custom): {@link cloudEventKey}.
  *
+ * The handler's `signal` aborts when a heartbeat finds the claim taken over. A
+ * `cloudEvent` function never sees its request, so a client that leaves cannot abort it.
+ *
  * @example
  * ```ts
  * import { cloudEvent } from "@google-cloud/functions-framework";
@@ -24,14 +27,16 @@ import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.
  */
 export function idempotent<E extends CloudEventLike = CloudEventLike>(
   options: GatewayOptions<E>,
-  handler: (event: E) => unknown,
+  handler: (event: E, signal: AbortSignal) => unknown,
 ): (event: E) => Promise<void> {
-  const gateway = resolveGatewayOptions<E>("idempotent", options, handler);
+  const gateway = resolveGatewayOptions<E>("idempotent", options, handler, {
+    signalAt: 1,
+  });
   return async (event) => {
     const outcome = await deliver(gateway, {
       input: event,
       defaultKey: () => cloudEventKey(event),
-      run: () => handler(event),
+      run: (signal) => handler(event, signal),
       deliveryAttempt: cloudEventDeliveryAttempt(event),
     });
     switch (outcome.kind) {

@@ -4,6 +4,7 @@ import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
 import { errorText } from "../core/logger.js";
 import { describe, readOptions } from "../core/validate.js";
+import { watchClient } from "./deadline.js";
 import type { ParsedMessage } from "./envelope.js";
 import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
 import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
@@ -51,6 +52,8 @@ export interface HttpRequestLike {
   readonly readableEnded?: boolean;
   /** The body stream, read when `body` is absent (up to `maxBodyBytes`). */
   [Symbol.asyncIterator]?(): AsyncIterator<unknown>;
+  /** When present (`node:http`), `aborted` tells of a client that left mid-request. */
+  once?(event: string, listener: () => void): unknown;
 }
 
 /**
@@ -82,6 +85,8 @@ export interface HttpResponseLike {
   setHeader?(name: string, value: string): unknown;
   /** Ends the response, with a one-line text or none (204). */
   end(chunk?: string): unknown;
+  /** When present (`node:http`), `close` before `end()` tells of a client that went away. */
+  once?(event: string, listener: () => void): unknown;
 }
 
 /**
@@ -189,6 +194,11 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
  * can key it), and CloudEvents over HTTP from Eventarc in binary or structured mode (a Pub/Sub
  * event keyed by its messageId, any other by its source and id: {@link defaultMessageKey}).
  *
+ * The handler's `signal` aborts when the client gives up before the answer (Pub/Sub at
+ * the ack deadline, the platform at the request timeout: the connection closes), with one
+ * WARNING line, and when a heartbeat finds the claim taken over. A handler that rejects on
+ * it releases the claim and the redelivery runs; one that finishes anyway completes it.
+ *
  * @example
  * ```ts
  * import express from "express";
@@ -206,9 +216,11 @@ export function idempotentHttp<
   S extends HttpResponseLike = HttpResponseLike,
 >(
   options: HttpGatewayOptions<Q>,
-  handler: (message: ParsedMessage, req: Q, res: S) => unknown,
+  handler: (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown,
 ): (req: Q, res: S) => Promise<void> {
-  const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler);
+  const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler, {
+    signalAt: 3,
+  });
   const own = readOptions("idempotentHttp()", options, false, ["maxBodyBytes", "auth"]);
   const limit = maxBodyBytesOption(own.maxBodyBytes);
   const { logger } = gateway.lock;
@@ -219,6 +231,11 @@ export function idempotentHttp<
           logger,
         });
   const serve = async (req: Q, res: S): Promise<void> => {
+    const startedAt = Date.now();
+    let messageId: string | undefined;
+    const clientGone = watchClient(req, res, startedAt, logger, () =>
+      messageId === undefined ? {} : { messageId },
+    );
     if (verify !== undefined) {
       // The verifier logs each refusal once, with the reason; the caller learns only the kind.
       const verdict = await verify(authorizationHeader(req));
@@ -242,11 +259,13 @@ export function idempotentHttp<
       send(res, 400, oneLine(reason));
       return;
     }
+    messageId = message.messageId;
     const outcome = await deliver(gateway, {
       input: { message, req },
       defaultKey: () => defaultMessageKey(message),
-      run: () => handler(message, req, res),
+      run: (signal) => handler(message, req, res, signal),
       deliveryAttempt: message.deliveryAttempt,
+      clientGone,
     });
     switch (outcome.kind) {
       case "ran":

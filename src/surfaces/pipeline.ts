@@ -4,15 +4,17 @@
 import { asError, Duplicate, InProgress, type InvalidKey, UnkeyedMessage } from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
 import { type ResolvedLockOptions, resolveLockOptions } from "../core/options.js";
-import type { LockOptions, Logger } from "../core/types.js";
+import type { GuardedBody, LockOptions, Logger } from "../core/types.js";
 import {
   assertFunction,
   assertValidKey,
   booleanOption,
   functionOption,
   readOptions,
+  readProperty,
 } from "../core/validate.js";
 import { runResolved } from "../core/verbs.js";
+import { eitherSignal } from "./deadline.js";
 
 /**
  * Options of the three Pub/Sub surfaces: {@link LockOptions} (with its `waitMs`) plus how to
@@ -83,6 +85,14 @@ export interface ResolvedGatewayOptions<I> {
   readonly key: ((input: I) => unknown) | undefined;
   readonly onDuplicate: ((key: string) => unknown) | undefined;
   readonly allowUnguarded: boolean;
+  /** The handler declares its signal parameter (or a heartbeat may abort it). */
+  readonly handlerTakesSignal: boolean;
+}
+
+/** What a surface tells the pipeline about itself when it is built. */
+export interface SurfaceShape {
+  /** Position of the AbortSignal among the handler's parameters. */
+  readonly signalAt: number;
 }
 
 /**
@@ -94,16 +104,22 @@ export function resolveGatewayOptions<I>(
   surface: string,
   options: unknown,
   handler: unknown,
+  shape: SurfaceShape,
 ): ResolvedGatewayOptions<I> {
   const where = `${surface}()`;
   const lock = resolveLockOptions(where, options);
   assertFunction(where, "handler", handler);
   const o = readOptions(where, options, false, ["key", "onDuplicate", "allowUnguarded"]);
+  const arity = readProperty(`${where} handler.length`, handler as object, "length");
   return {
     lock,
     key: functionOption<(input: I) => unknown>("options.key", o.key),
     onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
     allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
+    // As lock() decides for its body: a handler that declares no signal gets a shared,
+    // never-aborted one unless a heartbeat may abort it.
+    handlerTakesSignal:
+      lock.heartbeat !== undefined || (typeof arity === "number" && arity > shape.signalAt),
   };
 }
 
@@ -113,11 +129,19 @@ export interface Delivery<I> {
   readonly input: I;
   /** The key when there is no key function: the message id, or undefined without one. */
   readonly defaultKey: () => string | undefined;
-  /** Calls the user's handler. */
-  readonly run: () => unknown;
+  /** Calls the user's handler with its signal. */
+  readonly run: (signal: AbortSignal) => unknown;
   /** Only for the contention warning: redeliveries show there. */
   readonly deliveryAttempt: number | undefined;
+  /** HTTP: aborted when the client gave up before we answered; the handler's signal follows. */
+  readonly clientGone?: AbortSignal | undefined;
 }
+
+/**
+ * The signal of a handler that cannot be aborted: it declares none, and no heartbeat runs.
+ * Shared, as lock() shares one, because a controller per delivery is measurable here.
+ */
+const NEVER_ABORTED = new AbortController().signal;
 
 /** What became of one delivery; each surface maps it to an ack/nack or a status. */
 export type DeliveryOutcome =
@@ -137,10 +161,10 @@ export async function deliver<I>(
   delivery: Delivery<I>,
 ): Promise<DeliveryOutcome> {
   const { logger } = gateway.lock;
-  const { run } = delivery;
+  const { run, clientGone } = delivery;
   if (gatewayDisabled()) {
     warnDisabledOnce(logger);
-    return runPlain(run);
+    return runPlain(run, plainSignal(gateway, clientGone));
   }
   let key: unknown;
   try {
@@ -157,7 +181,7 @@ export async function deliver<I>(
     logger.warn("no idempotency key resolved; running the handler unguarded", {
       outcome: "unguarded",
     });
-    return runPlain(run);
+    return runPlain(run, plainSignal(gateway, clientGone));
   }
   try {
     assertValidKey(key);
@@ -172,15 +196,16 @@ export async function deliver<I>(
   }
 
   let handlerThrew = false;
+  const runHandler = async (signal: AbortSignal) => {
+    try {
+      return await run(signal);
+    } catch (error) {
+      handlerThrew = true;
+      throw error;
+    }
+  };
   try {
-    await runResolved("lock", key, gateway.lock, async () => {
-      try {
-        return await run();
-      } catch (error) {
-        handlerThrew = true;
-        throw error;
-      }
-    });
+    await runResolved("lock", key, gateway.lock, guardedBody(gateway, runHandler, clientGone));
     return { kind: "ran" };
   } catch (error) {
     // A Duplicate thrown by the handler itself (a nested lock) is the handler's error.
@@ -227,13 +252,49 @@ function callHook(hook: (key: string) => unknown, key: string, logger: Logger): 
   }
 }
 
-async function runPlain(run: () => unknown): Promise<DeliveryOutcome> {
+async function runPlain(
+  run: (signal: AbortSignal) => unknown,
+  signal: AbortSignal,
+): Promise<DeliveryOutcome> {
   try {
-    await run();
+    await run(signal);
     return { kind: "ran" };
   } catch (error) {
     return { kind: "failed", error: asError("the handler", error), fromHandler: true };
   }
+}
+
+/** The handler's signal when it runs without a claim (disabled, unguarded): no lease to lose. */
+function plainSignal<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  clientGone: AbortSignal | undefined,
+): AbortSignal {
+  return clientGone ?? (gateway.handlerTakesSignal ? new AbortController().signal : NEVER_ABORTED);
+}
+
+/**
+ * The body handed to lock(): the handler with a signal that aborts when the lease is lost
+ * (the lock's own signal; only a heartbeat aborts it) or when the client went away. A
+ * handler that declares no signal, without heartbeat, gets a shared never-aborted one and
+ * lock() allocates none: nothing is spent on a signal nobody can abort or read.
+ */
+function guardedBody<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  run: (signal: AbortSignal) => Promise<unknown>,
+  clientGone: AbortSignal | undefined,
+): GuardedBody<unknown> {
+  if (clientGone === undefined) {
+    return gateway.handlerTakesSignal ? (_claim, signal) => run(signal) : () => run(NEVER_ABORTED);
+  }
+  if (gateway.lock.heartbeat === undefined) return () => run(clientGone);
+  return async (_claim, signal) => {
+    const either = eitherSignal(signal, clientGone);
+    try {
+      return await run(either.signal);
+    } finally {
+      either.dispose();
+    }
+  };
 }
 
 /**

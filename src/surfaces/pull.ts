@@ -12,6 +12,11 @@ import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from 
  * Note: `nack()` redelivers at once unless the subscription has a retry policy; give
  * it one so contention does not spin.
  *
+ * The handler's `signal` aborts when a heartbeat finds the claim taken over. A pulled
+ * message has no request and no client to leave, and `Message` exposes no ack deadline
+ * (the client library extends it on its own, up to `flowControl.maxExtensionMinutes`):
+ * the lease, or the heartbeat, is the only deadline here.
+ *
  * @example
  * ```ts
  * import { PubSub } from "@google-cloud/pubsub";
@@ -25,9 +30,11 @@ import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from 
  */
 export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike>(
   options: GatewayOptions<M>,
-  handler: (message: M) => unknown,
+  handler: (message: M, signal: AbortSignal) => unknown,
 ): (message: M) => Promise<void> {
-  const gateway = resolveGatewayOptions<M>("idempotentMessage", options, handler);
+  const gateway = resolveGatewayOptions<M>("idempotentMessage", options, handler, {
+    signalAt: 1,
+  });
   const { logger } = gateway.lock;
   return async (message) => {
     let messageId = "";
@@ -39,7 +46,7 @@ export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLik
       const outcome = await deliver(gateway, {
         input: message,
         defaultKey: () => (typeof id === "string" ? id : undefined),
-        run: () => handler(message),
+        run: (signal) => handler(message, signal),
         deliveryAttempt:
           typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
       });

@@ -1,6 +1,7 @@
 // The CloudEvent surface: a functions-framework `cloudEvent` function, whose only answers
 // are resolve (204, ack) and reject (500, nack).
 import { cloudEventKey } from "./cloud-event-attributes.js";
+import type { RequestTimeoutOptions } from "./deadline.js";
 import { type CloudEventLike, cloudEventDeliveryAttempt } from "./envelope.js";
 import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.js";
 
@@ -13,7 +14,8 @@ import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.
  * and `id` of any other event (Cloud Storage, Audit Logs, custom): {@link cloudEventKey}.
  *
  * The handler's `signal` aborts when a heartbeat finds the claim taken over. A
- * `cloudEvent` function never sees its request, so a client that leaves cannot abort it.
+ * `cloudEvent` function never sees its request, so a client that leaves cannot abort it;
+ * the request timeout (`requestTimeoutMs`, or the runtime's) still bounds `waitMs`.
  *
  * @example
  * ```ts
@@ -26,11 +28,12 @@ import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.
  * ```
  */
 export function idempotent<E extends CloudEventLike = CloudEventLike>(
-  options: GatewayOptions<E>,
+  options: GatewayOptions<E> & RequestTimeoutOptions,
   handler: (event: E, signal: AbortSignal) => unknown,
 ): (event: E) => Promise<void> {
   const gateway = resolveGatewayOptions<E>("idempotent", options, handler, {
     signalAt: 1,
+    request: true,
   });
   return async (event) => {
     const outcome = await deliver(gateway, {

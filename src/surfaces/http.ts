@@ -4,7 +4,7 @@ import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
 import { errorText } from "../core/logger.js";
 import { describe, readOptions } from "../core/validate.js";
-import { watchClient } from "./deadline.js";
+import { type RequestTimeoutOptions, watchClient } from "./deadline.js";
 import type { ParsedMessage } from "./envelope.js";
 import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
 import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
@@ -140,7 +140,8 @@ export interface PushRequest<Q extends HttpRequestLike = HttpRequestLike> {
 }
 
 /**
- * `idempotentHttp` options: the gateway's plus the body size limit for unparsed requests.
+ * `idempotentHttp` options: the gateway's, the request timeout, and the body size limit
+ * for unparsed requests.
  *
  * @example
  * ```ts
@@ -152,18 +153,19 @@ export interface PushRequest<Q extends HttpRequestLike = HttpRequestLike> {
  */
 export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = GatewayOptions<
   PushRequest<Q>
-> & {
-  /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
-  maxBodyBytes?: number;
-  /**
-   * Verify the OIDC token Pub/Sub signs each authenticated push with, before the body is
-   * read: 401 (`WWW-Authenticate: Bearer`) for a missing or invalid token, 403 for a valid
-   * token of an identity not in `serviceAccountEmail`, 503 when the certificates cannot be
-   * had. A refused push never reaches the key, the store or the handler. Needs the optional
-   * peer google-auth-library.
-   */
-  auth?: PushAuthOptions;
-};
+> &
+  RequestTimeoutOptions & {
+    /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
+    maxBodyBytes?: number;
+    /**
+     * Verify the OIDC token Pub/Sub signs each authenticated push with, before the body is
+     * read: 401 (`WWW-Authenticate: Bearer`) for a missing or invalid token, 403 for a valid
+     * token of an identity not in `serviceAccountEmail`, 503 when the certificates cannot be
+     * had. A refused push never reaches the key, the store or the handler. Needs the optional
+     * peer google-auth-library.
+     */
+    auth?: PushAuthOptions;
+  };
 
 /**
  * Default `maxBodyBytes` of {@link idempotentHttp}: 16 MiB (16,777,216 bytes), for requests
@@ -220,6 +222,7 @@ export function idempotentHttp<
 ): (req: Q, res: S) => Promise<void> {
   const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler, {
     signalAt: 3,
+    request: true,
   });
   const own = readOptions("idempotentHttp()", options, false, ["maxBodyBytes", "auth"]);
   const limit = maxBodyBytesOption(own.maxBodyBytes);
@@ -265,6 +268,7 @@ export function idempotentHttp<
       defaultKey: () => defaultMessageKey(message),
       run: (signal) => handler(message, req, res, signal),
       deliveryAttempt: message.deliveryAttempt,
+      startedAt,
       clientGone,
     });
     switch (outcome.kind) {

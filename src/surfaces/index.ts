@@ -4,6 +4,7 @@ export {
   cloudEventKey,
   cloudEventSourceIdKey,
 } from "./cloud-event-attributes.js";
+export type { RequestTimeoutOptions } from "./deadline.js";
 export {
   type CloudEventLike,
   cloudEventMessageId,

@@ -14,7 +14,13 @@ import {
   readProperty,
 } from "../core/validate.js";
 import { runResolved } from "../core/verbs.js";
-import { eitherSignal } from "./deadline.js";
+import {
+  eitherSignal,
+  type RequestTimeout,
+  resolveRequestTimeout,
+  waitWithinDeadline,
+  warnLeaseShorterThanTimeout,
+} from "./deadline.js";
 
 /**
  * Options of the three Pub/Sub surfaces: {@link LockOptions} (with its `waitMs`) plus how to
@@ -85,20 +91,28 @@ export interface ResolvedGatewayOptions<I> {
   readonly key: ((input: I) => unknown) | undefined;
   readonly onDuplicate: ((key: string) => unknown) | undefined;
   readonly allowUnguarded: boolean;
+  /** The push surfaces' request timeout, when known; `waitMs` stays inside it. */
+  readonly requestTimeout: RequestTimeout | undefined;
   /** The handler declares its signal parameter (or a heartbeat may abort it). */
   readonly handlerTakesSignal: boolean;
 }
+
+const GATEWAY_OPTIONS = ["key", "onDuplicate", "allowUnguarded"] as const;
+const PUSH_OPTIONS = [...GATEWAY_OPTIONS, "requestTimeoutMs"] as const;
 
 /** What a surface tells the pipeline about itself when it is built. */
 export interface SurfaceShape {
   /** Position of the AbortSignal among the handler's parameters. */
   readonly signalAt: number;
+  /** A push surface serves a request with a timeout; the pull surface does not. */
+  readonly request: boolean;
 }
 
 /**
  * Check every option when the surface is built (at deploy), not on the first message (as
  * a nack loop), with the checks the verbs run plus the surface's own. No I/O: the disabled
- * switch must be able to skip the store entirely.
+ * switch must be able to skip the store entirely. A push surface also learns its request
+ * timeout here and warns, once, when the lease is shorter.
  */
 export function resolveGatewayOptions<I>(
   surface: string,
@@ -109,18 +123,23 @@ export function resolveGatewayOptions<I>(
   const where = `${surface}()`;
   const lock = resolveLockOptions(where, options);
   assertFunction(where, "handler", handler);
-  const o = readOptions(where, options, false, ["key", "onDuplicate", "allowUnguarded"]);
+  const o = readOptions(where, options, false, shape.request ? PUSH_OPTIONS : GATEWAY_OPTIONS);
   const arity = readProperty(`${where} handler.length`, handler as object, "length");
-  return {
+  const resolved: ResolvedGatewayOptions<I> = {
     lock,
     key: functionOption<(input: I) => unknown>("options.key", o.key),
     onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
     allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
+    requestTimeout: shape.request
+      ? resolveRequestTimeout(where, o.requestTimeoutMs, lock.logger)
+      : undefined,
     // As lock() decides for its body: a handler that declares no signal gets a shared,
     // never-aborted one unless a heartbeat may abort it.
     handlerTakesSignal:
       lock.heartbeat !== undefined || (typeof arity === "number" && arity > shape.signalAt),
   };
+  if (resolved.requestTimeout) warnLeaseShorterThanTimeout(where, lock, resolved.requestTimeout);
+  return resolved;
 }
 
 /** One message as a surface hands it to {@link deliver}. */
@@ -133,6 +152,8 @@ export interface Delivery<I> {
   readonly run: (signal: AbortSignal) => unknown;
   /** Only for the contention warning: redeliveries show there. */
   readonly deliveryAttempt: number | undefined;
+  /** When the request reached us, epoch ms; default when {@link deliver} is called. */
+  readonly startedAt?: number;
   /** HTTP: aborted when the client gave up before we answered; the handler's signal follows. */
   readonly clientGone?: AbortSignal | undefined;
 }
@@ -205,7 +226,12 @@ export async function deliver<I>(
     }
   };
   try {
-    await runResolved("lock", key, gateway.lock, guardedBody(gateway, runHandler, clientGone));
+    await runResolved(
+      "lock",
+      key,
+      lockFor(gateway, delivery),
+      guardedBody(gateway, runHandler, clientGone),
+    );
     return { kind: "ran" };
   } catch (error) {
     // A Duplicate thrown by the handler itself (a nested lock) is the handler's error.
@@ -270,6 +296,16 @@ function plainSignal<I>(
   clientGone: AbortSignal | undefined,
 ): AbortSignal {
   return clientGone ?? (gateway.handlerTakesSignal ? new AbortController().signal : NEVER_ABORTED);
+}
+
+/** The lock options of one delivery: `waitMs` kept inside the request's deadline, if known. */
+function lockFor<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  delivery: Delivery<I>,
+): ResolvedLockOptions {
+  const { lock, requestTimeout } = gateway;
+  if (requestTimeout === undefined || lock.waitMs === 0) return lock;
+  return waitWithinDeadline(lock, requestTimeout.ms, delivery.startedAt ?? Date.now());
 }
 
 /**

@@ -34,6 +34,7 @@ export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLik
 ): (message: M) => Promise<void> {
   const gateway = resolveGatewayOptions<M>("idempotentMessage", options, handler, {
     signalAt: 1,
+    request: false,
   });
   const { logger } = gateway.lock;
   return async (message) => {

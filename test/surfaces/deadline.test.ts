@@ -4,6 +4,7 @@ import { getTestServer } from "@google-cloud/functions-framework/testing";
 import express from "express";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
+import { InProgress, InvalidConfiguration } from "../../src/core/errors.js";
 import {
   type HttpRequestLike,
   type HttpResponseLike,
@@ -264,5 +265,258 @@ describe("a heartbeat that loses the lease aborts the signal of every surface", 
     now += 120_000;
     expect((await backend.claim("hb-ce", 60_000)).status).toBe("won");
     await expect(settled).rejects.toThrow(/taken over/);
+  });
+});
+
+/** An in-process request/response pair, enough for idempotentHttp. */
+function exchange(body: unknown) {
+  const res = {
+    statusCode: 200,
+    writableEnded: false,
+    end(_chunk?: string) {
+      this.writableEnded = true;
+    },
+  };
+  return { req: { body }, res };
+}
+
+const leaseWarnings = (logger: ReturnType<typeof captureLogger>) =>
+  logger.lines.filter((line) => line.fields.outcome === "lease_shorter_than_request_timeout");
+
+describe("a lease shorter than the request timeout", () => {
+  const backend = new InMemoryLock();
+
+  it.each([
+    ["idempotentHttp", (options: object) => idempotentHttp({ backend, ...options }, () => {})],
+    ["idempotent", (options: object) => idempotent({ backend, ...options }, () => {})],
+  ] as const)("%s warns once, when built, naming sizing rule 1 (option)", async (name, build) => {
+    const logger = captureLogger();
+    const fn = build({ logger, leaseMs: 1_000, requestTimeoutMs: 5_000 });
+    const lines = leaseWarnings(logger);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.severity).toBe("WARNING");
+    expect(lines[0]?.message).toContain(`${name}(): leaseMs (1000 ms) is shorter than`);
+    expect(lines[0]?.message).toContain("5000 ms, from options.requestTimeoutMs");
+    expect(lines[0]?.message).toContain('sizing rule 1, "the lease outlasts the work"');
+    expect(lines[0]?.fields).toMatchObject({
+      sizingRule: 1,
+      leaseMs: 1_000,
+      requestTimeoutMs: 5_000,
+    });
+
+    // Deliveries never repeat it.
+    for (let i = 0; i < 3; i++) {
+      if (name === "idempotentHttp") {
+        const { req, res } = exchange(pushBody("x"));
+        await (fn as ReturnType<typeof idempotentHttp>)(req, res);
+      } else {
+        await (fn as ReturnType<typeof idempotent>)(structuredCloudEvent("x"));
+      }
+    }
+    expect(leaseWarnings(logger)).toHaveLength(1);
+  });
+
+  it.each([
+    ["CLOUD_RUN_TIMEOUT_SECONDS", "3600", 3_600_000],
+    ["FUNCTION_TIMEOUT_SEC", "540", 540_000],
+  ])("warns from %s=%s with the default lease where it is shorter", (variable, value, ms) => {
+    process.env[variable] = value;
+    const logger = captureLogger();
+    idempotentHttp({ backend, logger, leaseMs: 300_000 }, () => {});
+    idempotent({ backend, logger, leaseMs: 300_000 }, () => {});
+    const lines = leaseWarnings(logger);
+    expect(lines.map((line) => line.message.slice(0, line.message.indexOf(":")))).toEqual([
+      "idempotentHttp()",
+      "idempotent()",
+    ]);
+    for (const line of lines)
+      expect(line.fields).toMatchObject({ source: variable, requestTimeoutMs: ms });
+  });
+
+  it("prefers CLOUD_RUN_TIMEOUT_SECONDS, and the option over both", () => {
+    process.env.CLOUD_RUN_TIMEOUT_SECONDS = "600";
+    process.env.FUNCTION_TIMEOUT_SEC = "60";
+    const logger = captureLogger();
+    idempotentHttp({ backend, logger, leaseMs: 120_000 }, () => {});
+    expect(leaseWarnings(logger)[0]?.fields.source).toBe("CLOUD_RUN_TIMEOUT_SECONDS");
+    const quiet = captureLogger();
+    idempotentHttp(
+      { backend, logger: quiet, leaseMs: 120_000, requestTimeoutMs: 60_000 },
+      () => {},
+    );
+    expect(quiet.lines).toEqual([]);
+  });
+
+  it("stays quiet when the lease, or the heartbeat's hold, covers the timeout", () => {
+    process.env.CLOUD_RUN_TIMEOUT_SECONDS = "300";
+    const logger = captureLogger();
+    idempotentHttp({ backend, logger }, () => {}); // 15-minute default lease
+    idempotentHttp({ backend, logger, leaseMs: 300_000 }, () => {});
+    idempotentHttp({ backend, logger, leaseMs: 30_000, heartbeat: true }, () => {});
+    expect(logger.lines).toEqual([]);
+  });
+
+  it("names heartbeat.maxHoldMs when the heartbeat stops renewing before the timeout", () => {
+    process.env.CLOUD_RUN_TIMEOUT_SECONDS = "3600";
+    const logger = captureLogger();
+    const heartbeat = { maxHoldMs: 600_000 };
+    idempotentHttp({ backend, logger, leaseMs: 30_000, heartbeat }, () => {});
+    const lines = leaseWarnings(logger);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.message).toContain("heartbeat.maxHoldMs (600000 ms) and leaseMs (30000 ms)");
+    expect(lines[0]?.message).toContain("raise heartbeat.maxHoldMs");
+  });
+
+  it("is no concern of the pull surface, which has no request", () => {
+    process.env.CLOUD_RUN_TIMEOUT_SECONDS = "3600";
+    const logger = captureLogger();
+    idempotentMessage({ backend, logger, leaseMs: 1_000 }, () => {});
+    expect(logger.lines).toEqual([]);
+  });
+});
+
+describe("hostile request timeouts", () => {
+  const backend = new InMemoryLock();
+
+  it.each([
+    "abc",
+    "-5",
+    "1.5",
+    "1e3",
+    "0x10",
+    "Infinity",
+    "NaN",
+    "60s",
+    "99999999999",
+    "3".repeat(400),
+  ])("%j in the environment is ignored with one warning, never a crash", (value) => {
+    for (const variable of ENV) {
+      process.env[variable] = value;
+      const logger = captureLogger();
+      expect(() => idempotentHttp({ backend, logger, leaseMs: 1_000 }, () => {})).not.toThrow();
+      const ignored = logger.lines.filter((line) => line.fields.outcome === "config_ignored");
+      expect(ignored.filter((line) => line.fields.variable === variable)).toHaveLength(1);
+      expect(ignored[0]?.message).toMatch(
+        /^idempotentHttp\(\): ignoring \w+=".*": not a whole number of seconds/,
+      );
+      expect(ignored[0]?.message.length).toBeLessThan(300);
+      expect(leaseWarnings(logger)).toEqual([]); // the timeout stays unknown
+      delete process.env[variable];
+    }
+  });
+
+  it.each(["", " ", "0"])("%j reads as no timeout, silently", (value) => {
+    process.env.CLOUD_RUN_TIMEOUT_SECONDS = value;
+    const logger = captureLogger();
+    idempotentHttp({ backend, logger, leaseMs: 1_000 }, () => {});
+    expect(logger.lines).toEqual([]);
+  });
+
+  it("a bad CLOUD_RUN_TIMEOUT_SECONDS falls through to a good FUNCTION_TIMEOUT_SEC", () => {
+    process.env.CLOUD_RUN_TIMEOUT_SECONDS = "-1";
+    process.env.FUNCTION_TIMEOUT_SEC = " 60 ";
+    const logger = captureLogger();
+    idempotentHttp({ backend, logger, leaseMs: 1_000 }, () => {});
+    expect(logger.lines.map((line) => line.fields.outcome)).toEqual([
+      "config_ignored",
+      "lease_shorter_than_request_timeout",
+    ]);
+    expect(leaseWarnings(logger)[0]?.fields).toMatchObject({
+      source: "FUNCTION_TIMEOUT_SEC",
+      requestTimeoutMs: 60_000,
+    });
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, "300", null, {}])(
+    "requestTimeoutMs: %j is refused when the function is built, naming it",
+    (value) => {
+      for (const build of [
+        () => idempotentHttp({ backend, requestTimeoutMs: value as number }, () => {}),
+        () => idempotent({ backend, requestTimeoutMs: value as number }, () => {}),
+      ]) {
+        expect(build).toThrow(InvalidConfiguration);
+        expect(build).toThrow(/options\.requestTimeoutMs must be a positive whole number/);
+      }
+    },
+  );
+});
+
+describe("waitMs never runs past the deadline", () => {
+  /** A backend on which `key` is held by another delivery for a minute. */
+  async function heldBy(key: string): Promise<InMemoryLock> {
+    const backend = new InMemoryLock();
+    await backend.claim(key, 60_000);
+    return backend;
+  }
+  const options = { logger: captureLogger(), waitMs: 5_000, requestTimeoutMs: 100 };
+
+  it.each([
+    [
+      "idempotentHttp answers 503",
+      async (backend: InMemoryLock, key: string) => {
+        const url = await mounts["node:http"]?.(
+          idempotentHttp({ backend, ...options }, () => {}),
+          () => {},
+        );
+        expect((await post(url as string, pushBody("x", { messageId: key }))).status).toBe(503);
+      },
+    ],
+    [
+      "idempotent rejects InProgress",
+      async (backend: InMemoryLock, key: string) => {
+        const fn = idempotent({ backend, ...options }, () => {});
+        await expect(fn(structuredCloudEvent("x", { messageId: key }))).rejects.toThrow(InProgress);
+      },
+    ],
+  ])("%s to a held key inside the request timeout, not after waitMs", async (name, deliver) => {
+    const key = `held-${name.split(" ")[0]}`;
+    const backend = await heldBy(key);
+    const startedAt = Date.now();
+    await deliver(backend, key);
+    expect(Date.now() - startedAt).toBeLessThan(2_000);
+  });
+
+  it("counts from the request's start: a slow upload leaves less of the wait", async () => {
+    const backend = await heldBy("held-slow");
+    const fn = idempotentHttp(
+      { backend, logger: captureLogger(), waitMs: 5_000, requestTimeoutMs: 400 },
+      () => {},
+    );
+    const url = await mounts["node:http"]?.(fn, () => {});
+    const body = JSON.stringify(pushBody("x", { messageId: "held-slow" }));
+    const startedAt = Date.now();
+    const status = await new Promise<number>((done, fail) => {
+      const req = request(url as string, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": String(body.length) },
+      });
+      req.on("response", (res) => {
+        res.resume();
+        done(res.statusCode ?? 0);
+      });
+      req.on("error", fail);
+      req.flushHeaders();
+      setTimeout(() => req.end(body), 250);
+    });
+    const elapsed = Date.now() - startedAt;
+    expect(status).toBe(503);
+    // The wait ends 360 ms after the request began (400 ms less the tenth kept for the
+    // answer); counted from the delivery instead it would end near 610 ms.
+    expect(elapsed).toBeGreaterThanOrEqual(340);
+    expect(elapsed).toBeLessThan(550);
+  });
+
+  it("a wait that fits the deadline is left alone: the redelivery waits out a short holder", async () => {
+    const backend = new InMemoryLock();
+    const first = await backend.claim("short-holder", 60_000);
+    if (first.status !== "won") throw new Error("setup");
+    const fn = idempotentHttp(
+      { backend, logger: captureLogger(), waitMs: 1_000, requestTimeoutMs: 60_000 },
+      () => {},
+    );
+    const { req, res } = exchange(pushBody("x", { messageId: "short-holder" }));
+    setTimeout(() => void backend.release(first.claim), 30);
+    await fn(req, res);
+    expect(res.statusCode).toBe(204);
   });
 });

@@ -3,7 +3,7 @@
 // held key kept inside it; and the watch on a client that gives up before we answer.
 import { MAX_LEASE_MS } from "../core/constants.js";
 import type { ResolvedLockOptions } from "../core/options.js";
-import type { LogFields, Logger } from "../core/types.js";
+import type { Logger } from "../core/types.js";
 import { assertPositiveMs, describe } from "../core/validate.js";
 
 /**
@@ -138,6 +138,14 @@ interface Emitter {
   once?(event: string, listener: () => void): unknown;
 }
 
+/** A watched request: the signal for the handler, and the message id once it is known. */
+export interface ClientWatch {
+  /** Aborted, with the reason, once the client gave up before we answered. */
+  readonly signal: AbortSignal;
+  /** For the warning line; set by the surface once the body is parsed. */
+  messageId: string | undefined;
+}
+
 /**
  * Watch a `node:http`-like request for a client that gives up before we answer: Pub/Sub at
  * its ack deadline, the platform at the request timeout. The response's `close` before
@@ -153,8 +161,7 @@ export function watchClient(
   res: Emitter & { readonly writableEnded?: boolean },
   startedAt: number,
   logger: Logger,
-  fields: () => LogFields,
-): AbortSignal | undefined {
+): ClientWatch | undefined {
   let onRes: boolean;
   let onReq: boolean;
   try {
@@ -165,6 +172,7 @@ export function watchClient(
   }
   if (!onRes && !onReq) return undefined;
   const controller = new AbortController();
+  const watch: ClientWatch = { signal: controller.signal, messageId: undefined };
   const gone = (): void => {
     // Runs inside the emitter's emit: a throw here would be the server's uncaught exception.
     try {
@@ -172,7 +180,11 @@ export function watchClient(
       const elapsedMs = Date.now() - startedAt;
       logger.warn(
         `the client went away after ${elapsedMs} ms, before the answer; the handler's signal is aborted and the message may be redelivered`,
-        { ...fields(), outcome: "client_gone", elapsedMs },
+        {
+          ...(watch.messageId === undefined ? {} : { messageId: watch.messageId }),
+          outcome: "client_gone",
+          elapsedMs,
+        },
       );
       controller.abort(new Error(`the client went away after ${elapsedMs} ms`));
     } catch {
@@ -185,7 +197,7 @@ export function watchClient(
   } catch {
     // An emitter that refuses listeners leaves the request unwatched, not unanswered.
   }
-  return controller.signal;
+  return watch;
 }
 
 /**

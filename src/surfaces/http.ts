@@ -235,10 +235,7 @@ export function idempotentHttp<
         });
   const serve = async (req: Q, res: S): Promise<void> => {
     const startedAt = Date.now();
-    let messageId: string | undefined;
-    const clientGone = watchClient(req, res, startedAt, logger, () =>
-      messageId === undefined ? {} : { messageId },
-    );
+    const client = watchClient(req, res, startedAt, logger);
     if (verify !== undefined) {
       // The verifier logs each refusal once, with the reason; the caller learns only the kind.
       const verdict = await verify(authorizationHeader(req));
@@ -262,14 +259,14 @@ export function idempotentHttp<
       send(res, 400, oneLine(reason));
       return;
     }
-    messageId = message.messageId;
+    if (client) client.messageId = message.messageId;
     const outcome = await deliver(gateway, {
       input: { message, req },
       defaultKey: () => defaultMessageKey(message),
       run: (signal) => handler(message, req, res, signal),
       deliveryAttempt: message.deliveryAttempt,
       startedAt,
-      clientGone,
+      clientGone: client?.signal,
     });
     switch (outcome.kind) {
       case "ran":

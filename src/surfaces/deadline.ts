@@ -72,9 +72,9 @@ export function resolveRequestTimeout(
     const raw = process.env[name];
     if (raw === undefined) continue;
     const text = raw.trim();
-    // Whole seconds as the platforms write them; ten digits already pass the cap below.
+    // Whole seconds as the platforms write them; ten digits are already beyond the cap below.
     const seconds = /^[0-9]{1,10}$/.test(text) ? Number(text) : Number.NaN;
-    // functions-framework reads 0 (and an empty value) as "no timeout".
+    // 0 is "no timeout" to functions-framework; an empty value is taken as unset.
     if (text === "" || seconds === 0) continue;
     if (!(seconds * 1000 <= MAX_LEASE_MS)) {
       logger.warn(

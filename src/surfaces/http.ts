@@ -1,5 +1,7 @@
 // The HTTP push surface: read the push body (parsed by a framework, or from the stream under
-// a size limit), parse it, deliver it, and answer with a status Pub/Sub understands.
+// a size limit), parse it, deliver it, and answer with a status Pub/Sub understands. Over 350
+// lines because the request and response shapes it accepts are declared here with it; the
+// format parsing, auth and deadlines it calls live in their own files.
 import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
 import { errorText } from "../core/logger.js";

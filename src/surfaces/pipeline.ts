@@ -1,6 +1,7 @@
 // The delivery pipeline the three surfaces share: options checked once when a surface is
 // built, then per delivery the disabled switch, the key, the claim and the handler, ending in
 // one outcome. Each surface only maps that outcome to its own ack/nack or HTTP status.
+// Just over 350 lines: the build-time checks and the per-delivery path share one options type.
 import { asError, Duplicate, InProgress, type InvalidKey, UnkeyedMessage } from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
 import { type ResolvedLockOptions, resolveLockOptions } from "../core/options.js";

@@ -5,7 +5,8 @@
 // - a CloudEvent (Eventarc, Eventarc Advanced) in binary mode (`ce-*` headers, the body is the
 //   data) or structured mode (`content-type: application/cloudevents+json`).
 // Headers decide before the body does: a payload is the publisher's, and a field in it (a
-// `message` of its own) must never choose the key.
+// `message` of its own) must never choose the key. One file over 350 lines because the
+// detection order is one decision: each format is recognised only after the ones before it.
 import { Buffer } from "node:buffer";
 import { MAX_KEY_BYTES } from "../core/constants.js";
 import {

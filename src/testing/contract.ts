@@ -1,3 +1,6 @@
+// The backend contract suite: every row of the transition table, expiry, fencing, races and
+// hostile keys, asserted through the port alone on a real store. One file over 350 lines
+// because it is one suite: its cases share the target, the warm-up and the lease sizing.
 import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../core/types.js";
 import { lock, mutex } from "../core/verbs.js";

@@ -15,6 +15,21 @@ export {
   type TestRunner,
 } from "./contract.js";
 export {
+  type BinaryCloudEvent,
+  binaryCloudEvent,
+  type FakeMessage,
+  fakeMessage,
+  type MessageFields,
+  nextMessageId,
+  type Payload,
+  type PushBody,
+  type PushBodyMessage,
+  payloadBytes,
+  pushBody,
+  type StructuredCloudEvent,
+  structuredCloudEvent,
+} from "./messages.js";
+export {
   createTestIdentity,
   FORGED_PUSH_AUTH_STATUS,
   type ForgedPushAuthKind,
@@ -23,5 +38,18 @@ export {
   type TestTokenClaims,
   type TestTokenHeader,
 } from "./push-auth.js";
-export * from "./push-simulator.js";
+export {
+  type CloudEventFields,
+  cloudEventRequest,
+  type PushFormat,
+  type PushHttpRequest,
+  pushRequest,
+} from "./push-requests.js";
+export {
+  type MessageReport,
+  type RequestListener,
+  type SimulateOptions,
+  type SimulationReport,
+  simulatePushDeliveries,
+} from "./push-simulator.js";
 export { type WarmUpOptions, type WarmUpReport, warmUpBackend } from "./warm-up.js";

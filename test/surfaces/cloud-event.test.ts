@@ -5,11 +5,7 @@ import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InProgress, UnkeyedMessage } from "../../src/core/errors.js";
 import { parseCloudEvent } from "../../src/surfaces/envelope.js";
 import { idempotent } from "../../src/surfaces/index.js";
-import {
-  binaryCloudEvent,
-  pushBody,
-  structuredCloudEvent,
-} from "../../src/testing/push-simulator.js";
+import { binaryCloudEvent, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { captureLogger, gate, listen, post } from "./helpers.js";
 
 let seq = 0;

@@ -12,7 +12,7 @@ import {
   idempotentHttp,
   idempotentMessage,
 } from "../../src/surfaces/index.js";
-import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
+import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { captureLogger, gate, listen, post } from "./helpers.js";
 
 const ENV = ["CLOUD_RUN_TIMEOUT_SECONDS", "FUNCTION_TIMEOUT_SEC"] as const;

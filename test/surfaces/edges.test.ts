@@ -10,7 +10,7 @@ import { errorText, resetLoggerComplaint } from "../../src/core/logger.js";
 import type { Logger } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
-import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
+import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { hostileThrows } from "../support/hostile-throws.js";
 import { captureLogger, listen, post } from "./helpers.js";
 

@@ -10,7 +10,7 @@ import {
   parsePubSubMessage,
   parsePushBody,
 } from "../../src/surfaces/index.js";
-import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
+import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { captureLogger } from "./helpers.js";
 
 describe("the envelope parser", () => {

@@ -11,12 +11,12 @@ import {
   type HttpResponseLike,
   idempotentHttp,
 } from "../../src/surfaces/index.js";
+import { pushBody } from "../../src/testing/index.js";
 import {
   createTestIdentity,
   FORGED_PUSH_AUTH_STATUS,
   type ForgedPushAuthKind,
 } from "../../src/testing/push-auth.js";
-import { pushBody } from "../../src/testing/push-simulator.js";
 import { captureLogger, listen } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];

@@ -8,7 +8,7 @@ import {
   cloudEventRequest,
   type PushHttpRequest,
   pushRequest,
-} from "../../src/testing/push-simulator.js";
+} from "../../src/testing/index.js";
 import { captureLogger, gate, type PushHandler, pushMounts } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import type { Logger } from "../../src/core/types.js";
 import { idempotentHttp } from "../../src/surfaces/index.js";
-import { pushBody } from "../../src/testing/push-simulator.js";
+import { pushBody } from "../../src/testing/index.js";
 import { captureLogger, gate, listen, post, pushMounts } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];

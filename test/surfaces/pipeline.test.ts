@@ -5,7 +5,7 @@ import type { ClaimOutcome } from "../../src/core/types.js";
 import { lock } from "../../src/core/verbs.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
 import { gatewayDisabled, resetDisabledWarning } from "../../src/surfaces/pipeline.js";
-import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/push-simulator.js";
+import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { captureLogger } from "./helpers.js";
 
 /** A backend that fails the test if it is ever touched. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { idempotentMessage } from "../../src/surfaces/index.js";
-import { fakeMessage } from "../../src/testing/push-simulator.js";
+import { fakeMessage } from "../../src/testing/index.js";
 import { captureLogger, gate } from "./helpers.js";
 
 const unhandled: unknown[] = [];

@@ -14,12 +14,12 @@ import {
   type PushAuthResult,
   resolvePushAuthOptions,
 } from "../../src/surfaces/push-auth.js";
+import { simulatePushDeliveries } from "../../src/testing/index.js";
 import {
   createTestIdentity,
   FORGED_PUSH_AUTH_STATUS,
   type ForgedPushAuthKind,
 } from "../../src/testing/push-auth.js";
-import { simulatePushDeliveries } from "../../src/testing/push-simulator.js";
 import { captureLogger } from "../support/logger.js";
 
 // One key pair for the file: RSA key generation is the slow part on a busy machine.

@@ -22,7 +22,7 @@ import {
   type PushFormat,
   pushBody,
   pushRequest,
-} from "../../src/testing/push-simulator.js";
+} from "../../src/testing/index.js";
 import { type PushHandler, pushMounts } from "./helpers.js";
 
 const SEED = 20261203;

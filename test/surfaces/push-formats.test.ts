@@ -16,7 +16,7 @@ import {
   type PushFormat,
   pushBody,
   pushRequest,
-} from "../../src/testing/push-simulator.js";
+} from "../../src/testing/index.js";
 
 const STORAGE = {
   type: "google.cloud.storage.object.v1.finalized",

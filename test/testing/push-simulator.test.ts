@@ -8,7 +8,7 @@ import {
   type PushFormat,
   pushRequest,
   simulatePushDeliveries,
-} from "../../src/testing/push-simulator.js";
+} from "../../src/testing/index.js";
 import { captureLogger, listen } from "../surfaces/helpers.js";
 
 describe("simulatePushDeliveries", () => {

@@ -48,40 +48,56 @@ const REQUIRED_METHODS = ["claim", "complete", "release"] as const;
 const OPTIONAL_METHODS = ["renew", "purgeExpired", "close"] as const;
 
 function backendOption(where: string, value: unknown): LockBackend {
-  const what = `${where} options.backend`;
-  const method = (name: string) => readProperty(`${what}.${name}`, value as object, name);
-  if (
-    value === null ||
-    typeof value !== "object" ||
-    !REQUIRED_METHODS.every((name) => typeof method(name) === "function")
-  ) {
-    throw new InvalidConfiguration(
-      `${what} must implement claim, complete and release, got ${describe(value)}`,
-    );
-  }
-  for (const name of OPTIONAL_METHODS) {
-    const found = method(name);
-    if (found !== undefined && typeof found !== "function") {
-      throw new InvalidConfiguration(
-        `${what}.${name} must be a function when present, got ${describe(found)}`,
-      );
+  if (value === null || typeof value !== "object") throw notABackend(where, value);
+  // Plain loops, one try, text built only on a refusal: this runs on every lock() call.
+  const backend = value as Record<string, unknown>;
+  let name: string | undefined;
+  let found: unknown;
+  try {
+    for (name of REQUIRED_METHODS) {
+      if (typeof backend[name] !== "function") throw notABackend(where, value);
     }
+    for (name of OPTIONAL_METHODS) {
+      found = backend[name];
+      if (found !== undefined && typeof found !== "function") {
+        throw new InvalidConfiguration(
+          `${where} options.backend.${name} must be a function when present, got ${describe(found)}`,
+        );
+      }
+    }
+  } catch (error) {
+    if (error instanceof InvalidConfiguration) throw error;
+    throw new InvalidConfiguration(
+      `${where} options.backend.${name} could not be read (its getter or proxy threw)`,
+    );
   }
   return value as LockBackend;
 }
 
+function notABackend(where: string, value: unknown): InvalidConfiguration {
+  return new InvalidConfiguration(
+    `${where} options.backend must implement claim, complete and release, got ${describe(value)}`,
+  );
+}
+
+const LOGGER_LEVELS = ["info", "warn", "error"] as const;
+
 function loggerOption(value: unknown): Logger {
   if (value === undefined) return jsonLogger;
-  if (
-    value === null ||
-    typeof value !== "object" ||
-    !["info", "warn", "error"].every(
-      (level) => typeof readProperty(`logger.${level}`, value, level) === "function",
-    )
-  ) {
-    throw new InvalidConfiguration(
-      `logger must be an object with info, warn and error functions, got ${describe(value)}`,
-    );
+  if (value === null || typeof value !== "object") throw notALogger(value);
+  const logger = value as Record<string, unknown>;
+  let level: string | undefined;
+  try {
+    for (level of LOGGER_LEVELS) if (typeof logger[level] !== "function") throw notALogger(value);
+  } catch (error) {
+    if (error instanceof InvalidConfiguration) throw error;
+    throw new InvalidConfiguration(`logger.${level} could not be read (its getter or proxy threw)`);
   }
   return value as Logger;
+}
+
+function notALogger(value: unknown): InvalidConfiguration {
+  return new InvalidConfiguration(
+    `logger must be an object with info, warn and error functions, got ${describe(value)}`,
+  );
 }

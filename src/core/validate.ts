@@ -123,9 +123,18 @@ export function readOptions<K extends string>(
   optional: boolean,
   names: readonly K[],
 ): { readonly [P in K]?: unknown } {
-  const options = optionsObject(where, value, optional);
+  const options = optionsObject(where, value, optional) as Record<string, unknown>;
   const read: { [P in K]?: unknown } = {};
-  for (const name of names) read[name] = readProperty(`${where} option ${name}`, options, name);
+  // One try around the loop, and the refusal's text built only on a throw: this runs on
+  // every lock() call.
+  let name: K | undefined;
+  try {
+    for (name of names) read[name] = options[name];
+  } catch {
+    throw new InvalidConfiguration(
+      `${where} option ${name} could not be read (its getter or proxy threw)`,
+    );
+  }
   return read;
 }
 

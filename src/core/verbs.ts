@@ -7,6 +7,9 @@ import type { Claim, ClaimOutcome, GuardedBody, LockOptions } from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
 
 export type Verb = "lock" | "mutex";
+
+/** How a refusal names the call, built once rather than on every call. */
+const VERB_CALLS: Readonly<Record<Verb, string>> = { lock: "lock()", mutex: "mutex()" };
 type Resolved = ResolvedLockOptions;
 
 /**
@@ -167,8 +170,9 @@ async function runGuarded<T>(
   body: GuardedBody<T>,
 ): Promise<T> {
   assertValidKey(key);
-  const r = resolveLockOptions(`${verb}()`, options);
-  assertFunction(`${verb}()`, "body", body);
+  const where = VERB_CALLS[verb];
+  const r = resolveLockOptions(where, options);
+  assertFunction(where, "body", body);
   return runResolved(verb, key, r, body);
 }
 

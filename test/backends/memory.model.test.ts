@@ -19,9 +19,9 @@ describe("InMemoryLock against the transition table", () => {
     const report = await checkAgainstTable(
       {
         name: "memory (fake clock)",
-        backend: new InMemoryLock({ ttlMs: leaseMs, now: clock.now }),
+        backend: new InMemoryLock({ ttlMs: leaseMs / 2, now: clock.now }),
         leaseMs,
-        ttlMs: leaseMs,
+        ttlMs: leaseMs / 2,
         clock,
       },
       options,
@@ -33,12 +33,13 @@ describe("InMemoryLock against the transition table", () => {
 
   it("with the real clock and short leases", async () => {
     const { leaseMs } = await sizeLease(new InMemoryLock(), { minLeaseMs: 20 });
+    const ttlMs = Math.ceil(leaseMs / 2);
     const report = await checkAgainstTable(
       {
         name: "memory (real clock)",
-        backend: new InMemoryLock({ ttlMs: leaseMs }),
+        backend: new InMemoryLock({ ttlMs }),
         leaseMs,
-        ttlMs: leaseMs,
+        ttlMs,
         clock: "client",
       },
       options,

@@ -28,6 +28,8 @@ describe.skipIf(!emulator)("DatastoreLock (emulator) against the transition tabl
             new DatastoreLock({ datastore: shared, namespace: freshNamespace(), ttlMs }),
           clock: "client",
           lapsedWinAnswersHeld: true,
+          // Nothing purges, and no TTL policy is set: an expired record stays.
+          deletesExpired: false,
         },
         options,
       );

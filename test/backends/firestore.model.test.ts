@@ -28,6 +28,8 @@ describe.skipIf(!emulator)("FirestoreLock (emulator) against the transition tabl
             new FirestoreLock({ firestore: shared, collection: freshCollection(), ttlMs }),
           clock: "client",
           lapsedWinAnswersHeld: true,
+          // Nothing purges, and no TTL policy is set: an expired record stays.
+          deletesExpired: false,
         },
         options,
       );

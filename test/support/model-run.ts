@@ -50,6 +50,13 @@ export interface ModelTarget {
    * instead of `won` (`unlessLapsed` in the table): the write stands, the win is not handed out.
    */
   lapsedWinAnswersHeld?: boolean;
+  /**
+   * Whether the store may delete a record on its own once past its expiry (Redis PEXPIREAT,
+   * InMemoryLock's sweep; a claim then starts again at fence 1). Default true; false for a
+   * store that keeps it until purged (SQL without `purgeExpired()`, an emulator without a TTL
+   * policy), so that a claim there must find the record and raise its fence.
+   */
+  deletesExpired?: boolean;
 }
 
 /** How much testing, and how to replay a failure. */
@@ -167,12 +174,25 @@ const hull = (a: Span | undefined, b: Span): Span =>
   a === undefined ? b : { lo: Math.min(a.lo, b.lo), hi: Math.max(a.hi, b.hi) };
 const within = (t: number, s: Span) => s.lo <= t && t <= s.hi;
 
-/** The concrete records at the corners of a slot's intervals. */
-function corners(slot: Slot): (LockRecord | undefined)[] {
+/**
+ * Concrete records standing for every record a slot allows, as far as a call in `window` can
+ * tell them apart: each time field at its interval's ends, and at each moment next to the
+ * window's ends that falls inside it. A guard compares the field with the call's moment, so
+ * the values that pass it form an interval whose ends are among these; an answer that carries
+ * the field (held's lease end) then spans exactly the values that give it.
+ */
+function corners(slot: Slot, window: Span): (LockRecord | undefined)[] {
   if (slot === undefined) return [undefined];
+  const values = (s: Span) => {
+    const out = new Set([s.lo, s.hi]);
+    for (const t of [window.lo, window.lo + 1, window.hi, window.hi + 1]) {
+      if (within(t, s)) out.add(t);
+    }
+    return out;
+  };
   const out: LockRecord[] = [];
-  for (const leaseExpiresAt of new Set([slot.lease.lo, slot.lease.hi])) {
-    for (const expiresAt of new Set([slot.expires.lo, slot.expires.hi])) {
+  for (const leaseExpiresAt of values(slot.lease)) {
+    for (const expiresAt of values(slot.expires)) {
       out.push({ state: slot.state, fencingId: slot.fencingId, leaseExpiresAt, expiresAt });
     }
   }
@@ -180,14 +200,14 @@ function corners(slot: Slot): (LockRecord | undefined)[] {
 }
 
 /**
- * The moments of `window` at which the table's answer on `slot` can differ: its ends, and
- * each side of every boundary of the slot's intervals that falls inside it. Guards compare
+ * The moments of `window` at which the table's answer on `record` can differ: its ends, and
+ * each side of the record's lease end and expiry when inside it. Guards compare
  * `now < bound`, so an answer changes only between `bound - 1` and `bound`.
  */
-function criticalTimes(window: Span, slot: Slot): number[] {
+function criticalTimes(window: Span, record: LockRecord | undefined): number[] {
   const times = new Set([window.lo, window.hi]);
-  if (slot !== undefined) {
-    for (const bound of [slot.lease.lo, slot.lease.hi, slot.expires.lo, slot.expires.hi]) {
+  if (record !== undefined) {
+    for (const bound of [record.leaseExpiresAt, record.expiresAt]) {
       for (const t of [bound - 1, bound]) if (within(t, window)) times.add(t);
     }
   }
@@ -238,26 +258,27 @@ const mid = (s: Span) => Math.floor((s.lo + s.hi) / 2);
 
 /**
  * Every answer the table gives for one call on any of `slots` at any moment of `window`,
- * with the record each leaves. A record that may be past its expiry may also have been
- * deleted (Redis PEXPIREAT, a TTL policy, InMemoryLock's sweep): that counts as no record.
+ * with the record each leaves. Where the store `deletes` expired records (Redis PEXPIREAT,
+ * a TTL policy, InMemoryLock's sweep), one that may be past its expiry may also be gone.
  */
 function explore<A>(
   slots: readonly Slot[],
   window: Span,
   decide: (record: LockRecord | undefined, now: number) => Transition<A>,
   shapeOf: (answer: A) => Shape,
+  deletes: boolean,
   variants: (answer: A) => { tag: string; answer: A }[] = (answer) => [{ tag: "", answer }],
 ): Explored {
   const groups = new Map<string, Possibility & { written?: LockRecord[] }>();
   const estimate = new Set<string>();
   for (const from of slots) {
     const sources: { tag: string; slot: Slot }[] = [{ tag: "", slot: from }];
-    if (from !== undefined && window.hi >= from.expires.lo) {
+    if (deletes && from !== undefined && window.hi >= from.expires.lo) {
       sources.push({ tag: DELETED, slot: undefined });
     }
     for (const source of sources) {
-      for (const record of corners(source.slot)) {
-        for (const now of criticalTimes(window, source.slot)) {
+      for (const record of corners(source.slot, window)) {
+        for (const now of criticalTimes(window, record)) {
           const transition = decide(record, now);
           for (const { tag, answer } of variants(transition.answer)) {
             const { shape, time } = shapeOf(answer);
@@ -392,6 +413,7 @@ class Sequence {
   private readonly won: Claim[][] = Array.from({ length: KEYS }, () => []);
   private readonly trace: string[] = [];
   private readonly t0: number;
+  private readonly deletes: boolean;
 
   constructor(
     private readonly target: ModelTarget,
@@ -403,6 +425,7 @@ class Sequence {
   ) {
     this.keys = Array.from({ length: KEYS }, (_, i) => `${prefix}k${i}`);
     this.t0 = clock.now();
+    this.deletes = target.deletesExpired ?? true;
   }
 
   async run(commands: readonly ModelCommand[]): Promise<void> {
@@ -457,6 +480,7 @@ class Sequence {
             window,
             (record, now) => claimTransition(record, now, call),
             claimShape,
+            this.deletes,
             (outcome) => this.claimVariants(outcome, window),
           );
         break;
@@ -465,21 +489,39 @@ class Sequence {
         answer = await backend.complete(claim);
         const call = { claim, ttlMs };
         explored = (window) =>
-          explore(slots, window, (r, now) => completeTransition(r, now, call), valueShape);
+          explore(
+            slots,
+            window,
+            (r, now) => completeTransition(r, now, call),
+            valueShape,
+            this.deletes,
+          );
         break;
       }
       case "release": {
         answer = await backend.release(claim);
         const call = { claim, ttlMs };
         explored = (window) =>
-          explore(slots, window, (r, now) => releaseTransition(r, now, call), valueShape);
+          explore(
+            slots,
+            window,
+            (r, now) => releaseTransition(r, now, call),
+            valueShape,
+            this.deletes,
+          );
         break;
       }
       case "renew": {
         answer = await backend.renew!(claim, leaseMs);
         const call = { claim, leaseMs, ttlMs };
         explored = (window) =>
-          explore(slots, window, (r, now) => renewTransition(r, now, call), valueShape);
+          explore(
+            slots,
+            window,
+            (r, now) => renewTransition(r, now, call),
+            valueShape,
+            this.deletes,
+          );
         break;
       }
     }
@@ -710,6 +752,7 @@ export interface ModelFixture {
   /** The shortest base lease to use, however fast the store; default 20 ms. */
   minLeaseMs?: number;
   lapsedWinAnswersHeld?: boolean;
+  deletesExpired?: boolean;
 }
 
 /**
@@ -740,6 +783,7 @@ export async function runModel(
         ttlMs,
         clock: fixture.clock,
         ...(fixture.lapsedWinAnswersHeld ? { lapsedWinAnswersHeld: true } : {}),
+        ...(fixture.deletesExpired === undefined ? {} : { deletesExpired: fixture.deletesExpired }),
       },
       options,
     );

@@ -1,12 +1,10 @@
 // The model-based test of the transition table (test/support/model-run.ts) on RedisLock:
 // ioredis and node-redis, on one server and on a Redis Cluster, judged by the server's TIME.
 import { randomBytes } from "node:crypto";
-import { Cluster } from "ioredis";
-import { createCluster } from "redis";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { modelRunOptionsFromEnv, modelTimeoutMs, runModel } from "../support/model-run.js";
-import { findOrStartRedis, redisClientPair, startRedisCluster } from "../support/redis.js";
+import { findOrStartRedis, redisClientPair, redisClusterClients } from "../support/redis.js";
 import { startOrSkip } from "../support/required.js";
 
 const server = await startOrSkip("Redis", findOrStartRedis);
@@ -40,51 +38,24 @@ describe.skipIf(!server)("RedisLock against the transition table", () => {
 });
 
 describe.skipIf(!server)("RedisLock on Redis Cluster against the transition table", () => {
-  let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
-  let io: Cluster | undefined;
-  let nr: ReturnType<typeof createCluster> | undefined;
+  const cluster = redisClusterClients();
+  beforeAll(() => cluster.start());
+  afterAll(() => cluster.stop());
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    io = new Cluster(cluster.nodes, { lazyConnect: true });
-    await io.connect();
-    nr = createCluster({
-      rootNodes: cluster.nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
-    });
-    await nr.connect();
-  });
-  afterAll(async () => {
-    io?.disconnect();
-    await nr?.close();
-    await cluster?.stop();
-  });
-
-  it(
-    "redis cluster (ioredis Cluster)",
-    async () => {
-      await runModel(
-        {
-          name: "redis cluster (ioredis Cluster)",
-          make: (ttlMs) => new RedisLock({ client: io!, ttlMs, prefix: prefix() }),
-          clock: "server",
-        },
-        options,
-      );
-    },
-    modelTimeoutMs(options),
-  );
-  it(
-    "redis cluster (node-redis createCluster)",
-    async () => {
-      await runModel(
-        {
-          name: "redis cluster (node-redis createCluster)",
-          make: (ttlMs) => new RedisLock({ client: nr!, ttlMs, prefix: prefix() }),
-          clock: "server",
-        },
-        options,
-      );
-    },
-    modelTimeoutMs(options),
-  );
+  for (const [name, client] of cluster.named) {
+    it(
+      `redis cluster (${name})`,
+      async () => {
+        await runModel(
+          {
+            name: `redis cluster (${name})`,
+            make: (ttlMs) => new RedisLock({ client: client(), ttlMs, prefix: prefix() }),
+            clock: "server",
+          },
+          options,
+        );
+      },
+      modelTimeoutMs(options),
+    );
+  }
 });

@@ -467,69 +467,55 @@ class Sequence {
     };
     const leaseMs = command.op === "claim" || command.op === "renew" ? this.leaseOf(command) : 0;
 
-    const sent = this.clock.now();
-    let answer: unknown;
-    let explored: (window: Span) => Explored;
+    // What to send, and what the table makes of it.
+    let send: () => Promise<unknown>;
+    let decide: (record: LockRecord | undefined, now: number) => Transition<unknown>;
     switch (command.op) {
       case "claim": {
-        answer = await backend.claim(key, leaseMs);
         const call = { key, leaseMs, ttlMs };
-        explored = (window) =>
-          explore(
-            slots,
-            window,
-            (record, now) => claimTransition(record, now, call),
-            claimShape,
-            this.deletes,
-            (outcome) => this.claimVariants(outcome, window),
-          );
+        send = () => backend.claim(key, leaseMs);
+        decide = (record, now) => claimTransition(record, now, call);
         break;
       }
       case "complete": {
-        answer = await backend.complete(claim);
         const call = { claim, ttlMs };
-        explored = (window) =>
-          explore(
-            slots,
-            window,
-            (r, now) => completeTransition(r, now, call),
-            valueShape,
-            this.deletes,
-          );
+        send = () => backend.complete(claim);
+        decide = (record, now) => completeTransition(record, now, call);
         break;
       }
       case "release": {
-        answer = await backend.release(claim);
         const call = { claim, ttlMs };
-        explored = (window) =>
-          explore(
-            slots,
-            window,
-            (r, now) => releaseTransition(r, now, call),
-            valueShape,
-            this.deletes,
-          );
+        send = () => backend.release(claim);
+        decide = (record, now) => releaseTransition(record, now, call);
         break;
       }
       case "renew": {
-        answer = await backend.renew!(claim, leaseMs);
         const call = { claim, leaseMs, ttlMs };
-        explored = (window) =>
-          explore(
-            slots,
-            window,
-            (r, now) => renewTransition(r, now, call),
-            valueShape,
-            this.deletes,
-          );
+        send = () => backend.renew!(claim, leaseMs);
+        decide = (record, now) => renewTransition(record, now, call);
         break;
       }
     }
+    const shapeOf = (answer: unknown) =>
+      command.op === "claim" ? claimShape(answer as ClaimOutcome) : valueShape(answer);
+
+    const sent = this.clock.now();
+    const answer = await send();
     const received = this.clock.now();
     const g = this.clock.grain;
     const window = { lo: sent + this.offset.lo - g, hi: received + this.offset.hi + g };
-    const { possibilities, estimate } = explored(window);
-    const actual = command.op === "claim" ? claimShape(answer as ClaimOutcome) : valueShape(answer);
+    const { possibilities, estimate } = explore(
+      slots,
+      window,
+      decide,
+      shapeOf,
+      this.deletes,
+      (a) =>
+        command.op === "claim"
+          ? this.claimVariants(a as ClaimOutcome, window)
+          : [{ tag: "", answer: a }],
+    );
+    const actual = shapeOf(answer);
 
     const span = (s: Span) =>
       Number.isFinite(s.lo + s.hi) ? `${s.lo - this.t0}..${s.hi - this.t0}` : "unknown";

@@ -697,13 +697,14 @@ export interface LeaseSizing {
 
 /**
  * Warm `backend` up, time 30 calls (claim, complete, and a claim that finds the key done),
- * and choose the base lease: `factor` times the 90th percentile, never under `minLeaseMs`.
- * A call's window is about one call long, so with the default factor 8 a lease boundary
- * falls inside a window for a small share of the calls near it, not most.
+ * and choose the base lease: 10 times the median call and 4 times the 90th percentile,
+ * whichever is longer, and never under `minLeaseMs`. A call's window is about one call long,
+ * so a lease boundary falls inside the window of only a small share of the calls near it; the
+ * median keeps that share steady, and the percentile keeps a slow call shorter than a lease.
  */
 export async function sizeLease(
   backend: LockBackend,
-  options: { minLeaseMs: number; factor?: number; prefix?: string },
+  options: { minLeaseMs: number; prefix?: string },
 ): Promise<LeaseSizing> {
   const prefix =
     options.prefix ?? `size-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}:`;
@@ -725,7 +726,7 @@ export async function sizeLease(
   const quantile = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
   const p50Ms = Math.ceil(quantile(0.5));
   const p90Ms = Math.ceil(quantile(0.9));
-  const leaseMs = Math.max(options.minLeaseMs, Math.ceil((options.factor ?? 8) * p90Ms));
+  const leaseMs = Math.max(options.minLeaseMs, 10 * p50Ms, 4 * p90Ms);
   return { leaseMs, coldMs, p50Ms, p90Ms };
 }
 

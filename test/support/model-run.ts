@@ -437,8 +437,8 @@ class Sequence {
         const reason = error instanceof Error ? error.message : String(error);
         throw new assert.AssertionError({
           message:
-            `${this.target.name}: the answer to command ${i} (${showCommand(command)}) is not ` +
-            `the table's.\n${reason}\n\nCommands:\n${shown.join("\n")}\n\nTrace (times in ms ` +
+            `${this.target.name}: command ${i} (${showCommand(command)}) failed: ` +
+            `${reason}\n\nCommands:\n${shown.join("\n")}\n\nTrace (times in ms ` +
             `after the sequence started, store clock = client clock + offset):\n` +
             `${this.trace.join("\n")}`,
         });
@@ -500,7 +500,12 @@ class Sequence {
       command.op === "claim" ? claimShape(answer as ClaimOutcome) : valueShape(answer);
 
     const sent = this.clock.now();
-    const answer = await send();
+    const answer = await send().catch((error: unknown) => {
+      this.trace.push(`  ${showCommand(command)}: threw ${String(error)}`);
+      throw new Error(`the backend threw, where the table answers: ${String(error)}`, {
+        cause: error,
+      });
+    });
     const received = this.clock.now();
     const g = this.clock.grain;
     const window = { lo: sent + this.offset.lo - g, hi: received + this.offset.hi + g };
@@ -535,7 +540,10 @@ class Sequence {
           p.time === undefined ||
           within(actual.time, { lo: p.time.lo - g, hi: p.time.hi + g })),
     );
-    assert.ok(matching.length > 0, "no row of the table gives this answer at any possible time");
+    assert.ok(
+      matching.length > 0,
+      "its answer is not the table's: no row gives it at any moment the store could have judged the call at",
+    );
 
     // The window at work: one record the store could hold allows more than one answer.
     const kept = possibilities.filter((p) => !p.row.startsWith(DELETED));

@@ -41,8 +41,9 @@ export interface ModelTarget {
   /**
    * Where the store's clock is: `"client"` when the backend judges by this process's
    * `Date.now()` (InMemoryLock, DatastoreLock, FirestoreLock), `"server"` when by a clock of
-   * its own (Redis `TIME`, SQL `now()`; its offset is measured), or an injected clock that
-   * stands still while a call runs (InMemoryLock with a fake clock; waits advance it).
+   * its own (Redis `TIME`, SQL `now()`; its offset is learned from each sequence's first won
+   * claim), or an injected clock read by both sides (InMemoryLock with a fake clock; waits
+   * advance it): the window is then exactly from the call's start to its answer.
    */
   clock: "client" | "server" | { now(): number; advance(ms: number): void };
   /**
@@ -75,9 +76,12 @@ export interface ModelReport {
   name: string;
   sequences: number;
   commands: number;
-  /** Calls whose window or records allowed more than one answer. */
+  /** Calls where one record the store could hold allowed more than one answer in the window. */
   ambiguous: number;
-  /** Of those, calls whose answer differed from the table's at the client's best estimate. */
+  /**
+   * Of those, calls whose answer differed from the table's at the client's best estimate (the
+   * window's midpoint): a model without the window would have failed them.
+   */
   offEstimate: number;
   /** Calls after which more than one record stayed possible (the answer could not tell). */
   forks: number;

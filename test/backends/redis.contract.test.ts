@@ -1,12 +1,10 @@
 // The exported contract suite on RedisLock: ioredis and node-redis, on one server and on a
 // Redis Cluster. The Redis-specific cases are in redis.test.ts.
 import { randomBytes } from "node:crypto";
-import { Cluster } from "ioredis";
-import { createCluster } from "redis";
 import { afterAll, beforeAll, describe } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { describeBackendContract } from "../../src/testing/vitest.js";
-import { findOrStartRedis, redisClientPair, startRedisCluster } from "../support/redis.js";
+import { findOrStartRedis, redisClientPair, redisClusterClients } from "../support/redis.js";
 import { startOrSkip } from "../support/required.js";
 
 const server = await startOrSkip("Redis", findOrStartRedis);
@@ -32,33 +30,15 @@ describe.skipIf(!server)("RedisLock", () => {
 });
 
 describe.skipIf(!server)("RedisLock on Redis Cluster", () => {
-  let cluster: Awaited<ReturnType<typeof startRedisCluster>> | undefined;
-  let io: Cluster | undefined;
-  let nr: ReturnType<typeof createCluster> | undefined;
+  const cluster = redisClusterClients();
+  beforeAll(() => cluster.start());
+  afterAll(() => cluster.stop());
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    io = new Cluster(cluster.nodes, { lazyConnect: true });
-    await io.connect();
-    nr = createCluster({
-      rootNodes: cluster.nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+  for (const [name, client] of cluster.named) {
+    describeBackendContract({
+      name: `redis cluster (${name})`,
+      create: ({ ttlMs }) => new RedisLock({ client: client(), ttlMs, prefix: prefix() }),
+      leaseMs: LEASE_MS,
     });
-    await nr.connect();
-  });
-  afterAll(async () => {
-    io?.disconnect();
-    await nr?.close();
-    await cluster?.stop();
-  });
-
-  describeBackendContract({
-    name: "redis cluster (ioredis Cluster)",
-    create: ({ ttlMs }) => new RedisLock({ client: io!, ttlMs, prefix: prefix() }),
-    leaseMs: LEASE_MS,
-  });
-  describeBackendContract({
-    name: "redis cluster (node-redis createCluster)",
-    create: ({ ttlMs }) => new RedisLock({ client: nr!, ttlMs, prefix: prefix() }),
-    leaseMs: LEASE_MS,
-  });
+  }
 });

@@ -4,8 +4,8 @@ import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { Redis } from "ioredis";
-import { createClient } from "redis";
+import { Cluster, Redis } from "ioredis";
+import { createClient, createCluster } from "redis";
 import { freePort } from "./net.js";
 
 const run = promisify(execFile);
@@ -219,4 +219,40 @@ export async function startRedisCluster(): Promise<RedisClusterServers> {
     throw error;
   }
   return { nodes: ports.map((port) => ({ host: "127.0.0.1", port })), stop };
+}
+
+/**
+ * A private Redis Cluster and both cluster clients on it: ioredis's `Cluster` and node-redis's
+ * `createCluster`. The names and getters are there at once, for registering tests; the
+ * clients exist after start() (a beforeAll), and stop() (an afterAll) ends them and the nodes.
+ */
+export function redisClusterClients() {
+  let servers: RedisClusterServers | undefined;
+  let io: Cluster | undefined;
+  let nr: ReturnType<typeof createCluster> | undefined;
+  const started = <T>(client: T | undefined): T => {
+    if (client === undefined) throw new Error("the Redis Cluster is not started yet");
+    return client;
+  };
+  return {
+    /** Each client under the name test titles give it, as a getter for after start(). */
+    named: [
+      ["ioredis Cluster", () => started(io)],
+      ["node-redis createCluster", () => started(nr)],
+    ] as const,
+    async start(): Promise<void> {
+      servers = await startRedisCluster();
+      io = new Cluster(servers.nodes, { lazyConnect: true });
+      await io.connect();
+      nr = createCluster({
+        rootNodes: servers.nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+      });
+      await nr.connect();
+    },
+    async stop(): Promise<void> {
+      io?.disconnect();
+      await nr?.close();
+      await servers?.stop();
+    },
+  };
 }

@@ -1,6 +1,7 @@
 /**
  * The SQLite dialect (better-sqlite3): statements prepared once per lock; a claim reads
- * first and writes only when no live record answers it.
+ * first and writes only when no live record answers it. A transaction is BEGIN IMMEDIATE …
+ * COMMIT on the one connection.
  */
 import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
 import type { SqlClient } from "../index.js";
@@ -32,6 +33,11 @@ export interface SqliteDatabaseLike {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   /** True for an in-memory database, which keeps its own journal mode. */
   readonly memory?: boolean;
+  /**
+   * True while a transaction is open: checked before the fenced complete, so one the body
+   * ended (a COMMIT or ROLLBACK of its own) never lets DONE land alone.
+   */
+  readonly inTransaction?: boolean;
 }
 /**
  * The part of a better-sqlite3 `Statement` SqlLock uses.
@@ -91,6 +97,8 @@ export const sqlite: Dialect = {
       }
       return prepared;
     };
+    const complete = async (key: string, fence: number, ttl: number): Promise<boolean> =>
+      statement("complete").run({ key, fence, ttl }).changes > 0;
     return {
       async ensureSchema() {
         // WAL lets several processes share the file; an in-memory database has no journal.
@@ -102,9 +110,7 @@ export const sqlite: Dialect = {
         return (statement("peek").get({ key }) ??
           statement("claim").get({ key, lease, ttl, token })) as SqlRow | undefined;
       },
-      async complete(key, fence, ttl) {
-        return statement("complete").run({ key, fence, ttl }).changes > 0;
-      },
+      complete,
       async release(key, fence, ttl) {
         statement("release").run({ key, fence, ttl });
       },
@@ -116,6 +122,32 @@ export const sqlite: Dialect = {
       },
       close() {
         statements.clear();
+      },
+      // One connection: SqlLock keeps its statements out while a transaction is open.
+      sharedConnection: true,
+      async begin() {
+        // IMMEDIATE takes the write lock now (waiting out busy_timeout), so no write of the
+        // body can meet SQLITE_BUSY_SNAPSHOT halfway through.
+        prepareConnection();
+        db.exec("BEGIN IMMEDIATE");
+        return {
+          tx: db,
+          async complete(key, fence, ttl) {
+            if (db.inTransaction === false) {
+              throw new Error(
+                "the transaction ended inside the body (its own COMMIT or ROLLBACK, or an error that rolled it back)",
+              );
+            }
+            return complete(key, fence, ttl);
+          },
+          async commit() {
+            db.exec("COMMIT");
+          },
+          async rollback() {
+            if (db.inTransaction !== false) db.exec("ROLLBACK");
+          },
+          end() {},
+        };
       },
     };
   },

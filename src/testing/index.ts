@@ -14,6 +14,7 @@ export {
   nodeTestRunner,
   type TestRunner,
 } from "./contract.js";
+export type { TransactionalContractTarget } from "./contract-transactions.js";
 export {
   createTestIdentity,
   FORGED_PUSH_AUTH_STATUS,

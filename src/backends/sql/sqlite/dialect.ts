@@ -88,11 +88,12 @@ export const sqlite: Dialect = {
       }
       ready = true;
     };
-    const statement = (name: string): SqliteStatementLike => {
+    /** A statement prepared once: a template by name, or (`literal`) the text itself. */
+    const statement = (name: string, literal = false): SqliteStatementLike => {
       prepareConnection();
       let prepared = statements.get(name);
       if (prepared === undefined) {
-        prepared = db.prepare(sql(name));
+        prepared = db.prepare(literal ? name : sql(name));
         statements.set(name, prepared);
       }
       return prepared;
@@ -128,8 +129,7 @@ export const sqlite: Dialect = {
       async begin() {
         // IMMEDIATE takes the write lock now (waiting out busy_timeout), so no write of the
         // body can meet SQLITE_BUSY_SNAPSHOT halfway through.
-        prepareConnection();
-        db.exec("BEGIN IMMEDIATE");
+        statement("BEGIN IMMEDIATE", true).run();
         return {
           tx: db,
           async complete(key, fence, ttl) {
@@ -141,10 +141,10 @@ export const sqlite: Dialect = {
             return complete(key, fence, ttl);
           },
           async commit() {
-            db.exec("COMMIT");
+            statement("COMMIT", true).run();
           },
           async rollback() {
-            if (db.inTransaction !== false) db.exec("ROLLBACK");
+            if (db.inTransaction !== false) statement("ROLLBACK", true).run();
           },
           end() {},
         };

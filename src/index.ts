@@ -1,5 +1,5 @@
 /**
- * The core: `lock` and `mutex`, the Pub/Sub surfaces, `InMemoryLock`, the errors and the backend port. No runtime dependencies.
+ * The core: `lock`, `mutex` and `lockInTransaction`, the Pub/Sub surfaces, `InMemoryLock`, the errors and the backend port. No runtime dependencies.
  *
  * @module gcp-pubsub-idempotency
  */
@@ -25,6 +25,14 @@ export {
   UnkeyedMessage,
 } from "./core/errors.js";
 export { jsonLogger } from "./core/logger.js";
+export {
+  lockInTransaction,
+  type TransactionalBody,
+  type TransactionalLockBackend,
+  type TransactionalLockOptions,
+  type TransactionCompletion,
+  type TransactionOf,
+} from "./core/transaction.js";
 export type {
   Claim,
   ClaimOutcome,

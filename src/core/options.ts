@@ -2,6 +2,7 @@ import { DEFAULT_LEASE_MS } from "./constants.js";
 import { InvalidConfiguration } from "./errors.js";
 import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
 import { guardLogger, jsonLogger } from "./logger.js";
+import type { TransactionalLockBackend } from "./transaction.js";
 import type { LockBackend, Logger } from "./types.js";
 import {
   assertNonNegativeMs,
@@ -45,7 +46,7 @@ export function resolveLockOptions(where: string, options: unknown): ResolvedLoc
 }
 
 const REQUIRED_METHODS = ["claim", "complete", "release"] as const;
-const OPTIONAL_METHODS = ["renew", "purgeExpired", "close"] as const;
+const OPTIONAL_METHODS = ["renew", "purgeExpired", "close", "completeInTransaction"] as const;
 
 function backendOption(where: string, value: unknown): LockBackend {
   if (value === null || typeof value !== "object") throw notABackend(where, value);
@@ -100,4 +101,36 @@ function notALogger(value: unknown): InvalidConfiguration {
   return new InvalidConfiguration(
     `logger must be an object with info, warn and error functions, got ${describe(value)}`,
   );
+}
+
+/**
+ * The backend of `lockInTransaction()` or of a surface with `transaction: true`: refused
+ * before any I/O, naming it, unless it offers `completeInTransaction`.
+ */
+export function transactionalBackend<Tx>(
+  where: string,
+  backend: LockBackend,
+): TransactionalLockBackend<Tx> {
+  const method = readProperty(
+    `${where} options.backend.completeInTransaction`,
+    backend,
+    "completeInTransaction",
+  );
+  if (typeof method === "function") return backend as unknown as TransactionalLockBackend<Tx>;
+  throw new InvalidConfiguration(
+    `${where} needs a backend with transactions (completeInTransaction: SqlLock, DatastoreLock, FirestoreLock); ${backendName(backend)} has none`,
+  );
+}
+
+/** The class name of a backend for a message ("RedisLock"), read without running its code. */
+function backendName(backend: object): string {
+  try {
+    const made = Object.getPrototypeOf(backend)?.constructor as unknown;
+    const name =
+      typeof made === "function" ? Object.getOwnPropertyDescriptor(made, "name")?.value : undefined;
+    if (typeof name === "string" && name !== "" && name !== "Object") return name;
+  } catch {
+    // A Proxy whose traps throw: name it generically.
+  }
+  return "this backend";
 }

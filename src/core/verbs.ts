@@ -23,7 +23,7 @@ const UNUSED_SIGNAL_CONTROLLER = new AbortController();
 const HELD_BACKOFF: Backoff = { baseDelayMs: 20, maxDelayMs: 1_000 };
 
 /** Claim, and while `waitMs` allows, retry a held key with a short jittered backoff. */
-async function claimWithin(r: Resolved, key: string): Promise<ClaimOutcome> {
+export async function claimWithin(r: Resolved, key: string): Promise<ClaimOutcome> {
   let outcome = await r.backend.claim(key, r.leaseMs);
   if (outcome.status !== "held" || r.waitMs === 0) return outcome;
   const deadline = Date.now() + r.waitMs;
@@ -56,11 +56,7 @@ export async function runResolved<T>(
   if (outcome.status === "held") throw new InProgress(key, outcome.leaseExpiresAt);
 
   const { claim } = outcome;
-  const controller =
-    r.heartbeat || body.length >= 2 ? new AbortController() : UNUSED_SIGNAL_CONTROLLER;
-  const stopHeartbeat = r.heartbeat
-    ? startHeartbeat(r.heartbeat, r.backend, claim, r.leaseMs, controller, r.logger)
-    : () => {};
+  const { controller, stopHeartbeat } = watchClaim(r, claim, body.length >= 2);
 
   let result: T;
   try {
@@ -76,8 +72,28 @@ export async function runResolved<T>(
   return result;
 }
 
+/**
+ * The body's signal and, with `heartbeat` on, the renewals that abort it when the key is
+ * taken over. `wantsSignal`: the body declares the signal parameter.
+ */
+export function watchClaim(
+  r: Resolved,
+  claim: Claim,
+  wantsSignal: boolean,
+): { controller: AbortController; stopHeartbeat: () => void } {
+  const controller = r.heartbeat || wantsSignal ? new AbortController() : UNUSED_SIGNAL_CONTROLLER;
+  const stopHeartbeat = r.heartbeat
+    ? startHeartbeat(r.heartbeat, r.backend, claim, r.leaseMs, controller, r.logger)
+    : () => {};
+  return { controller, stopHeartbeat };
+}
+
 /** The body threw: give the key back so a redelivery can run. The body's error wins. */
-async function releaseAfterFailure(r: Resolved, claim: Claim, bodyError: unknown): Promise<void> {
+export async function releaseAfterFailure(
+  r: Resolved,
+  claim: Claim,
+  bodyError: unknown,
+): Promise<void> {
   try {
     await r.backend.release(claim);
   } catch (releaseError) {

@@ -3,7 +3,12 @@
 import { cloudEventKey } from "./cloud-event-attributes.js";
 import type { RequestTimeoutOptions } from "./deadline.js";
 import { type CloudEventLike, cloudEventDeliveryAttempt } from "./envelope.js";
-import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.js";
+import {
+  deliver,
+  type GatewayOptions,
+  resolveGatewayOptions,
+  type TransactionalGatewayOptions,
+} from "./pipeline.js";
 
 /**
  * Wrap a functions-framework `cloudEvent` function. It resolves on success or a
@@ -30,16 +35,52 @@ import { deliver, type GatewayOptions, resolveGatewayOptions } from "./pipeline.
 export function idempotent<E extends CloudEventLike = CloudEventLike>(
   options: GatewayOptions<E> & RequestTimeoutOptions,
   handler: (event: E, signal: AbortSignal) => unknown,
+): (event: E) => Promise<void>;
+/**
+ * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
+ * handler gets the store's transaction second, and the event's DONE commits in it with the
+ * handler's writes. A failed commit rejects (500, nack); the redelivery repeats nothing.
+ *
+ * @example
+ * ```ts
+ * import { cloudEvent } from "@google-cloud/functions-framework";
+ * import pg from "pg";
+ * import { idempotent, parseCloudEvent } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const backend = new SqlLock({ client: new pg.Pool(), table: "app.idempotency_records" });
+ * cloudEvent("orders", idempotent({ backend, transaction: true }, async (event, tx) => {
+ *   await tx.query("INSERT INTO app.orders (body) VALUES ($1)", [parseCloudEvent(event).text()]);
+ * }));
+ * ```
+ */
+export function idempotent<E extends CloudEventLike = CloudEventLike, Tx = unknown>(
+  options: TransactionalGatewayOptions<GatewayOptions<E> & RequestTimeoutOptions, Tx>,
+  handler: (event: E, tx: Tx, signal: AbortSignal) => unknown,
+): (event: E) => Promise<void>;
+export function idempotent<E extends CloudEventLike, Tx>(
+  options:
+    | (GatewayOptions<E> & RequestTimeoutOptions)
+    | TransactionalGatewayOptions<GatewayOptions<E> & RequestTimeoutOptions, Tx>,
+  handler:
+    | ((event: E, signal: AbortSignal) => unknown)
+    | ((event: E, tx: Tx, signal: AbortSignal) => unknown),
 ): (event: E) => Promise<void> {
   const gateway = resolveGatewayOptions<E>("idempotent", options, handler, {
     signalAt: 1,
     request: true,
   });
+  // Which signature `handler` has is what the options said: checked once, above.
+  const call = gateway.transactional
+    ? (event: E, signal: AbortSignal, tx: unknown) =>
+        (handler as (event: E, tx: unknown, signal: AbortSignal) => unknown)(event, tx, signal)
+    : (event: E, signal: AbortSignal) =>
+        (handler as (event: E, signal: AbortSignal) => unknown)(event, signal);
   return async (event) => {
     const outcome = await deliver(gateway, {
       input: event,
       defaultKey: () => cloudEventKey(event),
-      run: (signal) => handler(event, signal),
+      run: (signal, tx) => call(event, signal, tx),
       deliveryAttempt: cloudEventDeliveryAttempt(event),
     });
     switch (outcome.kind) {

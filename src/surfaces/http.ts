@@ -8,7 +8,13 @@ import { errorText } from "../core/logger.js";
 import { describe, readOptions } from "../core/validate.js";
 import { type RequestTimeoutOptions, watchClient } from "./deadline.js";
 import type { ParsedMessage } from "./envelope.js";
-import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
+import {
+  deliver,
+  type GatewayOptions,
+  logFailure,
+  resolveGatewayOptions,
+  type TransactionalGatewayOptions,
+} from "./pipeline.js";
 import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
 import { defaultMessageKey, missingKeyReason, parsePushRequest } from "./push-formats.js";
 
@@ -221,11 +227,60 @@ export function idempotentHttp<
 >(
   options: HttpGatewayOptions<Q>,
   handler: (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown,
+): (req: Q, res: S) => Promise<void>;
+/**
+ * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
+ * handler gets the store's transaction second, then the request and the signal, and the
+ * message's DONE commits in that transaction with the handler's writes. No response object:
+ * the gateway answers after the commit (204, or 500 when it failed), since an answer sent
+ * from inside the transaction would ack a message whose writes may still roll back.
+ *
+ * @example
+ * ```ts
+ * import express from "express";
+ * import pg from "pg";
+ * import { idempotentHttp } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const backend = new SqlLock({ client: new pg.Pool(), table: "app.idempotency_records" });
+ * const app = express();
+ * app.post("/push", express.json(), idempotentHttp({ backend, transaction: true }, async (message, tx) => {
+ *   await tx.query("INSERT INTO app.orders (body) VALUES ($1)", [message.text()]);
+ * }));
+ * ```
+ */
+export function idempotentHttp<
+  Q extends HttpRequestLike = HttpRequestLike,
+  S extends HttpResponseLike = HttpResponseLike,
+  Tx = unknown,
+>(
+  options: TransactionalGatewayOptions<HttpGatewayOptions<Q>, Tx>,
+  handler: (message: ParsedMessage, tx: Tx, req: Q, signal: AbortSignal) => unknown,
+): (req: Q, res: S) => Promise<void>;
+export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponseLike, Tx>(
+  options: HttpGatewayOptions<Q> | TransactionalGatewayOptions<HttpGatewayOptions<Q>, Tx>,
+  handler:
+    | ((message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown)
+    | ((message: ParsedMessage, tx: Tx, req: Q, signal: AbortSignal) => unknown),
 ): (req: Q, res: S) => Promise<void> {
   const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler, {
     signalAt: 3,
+    transactionSignalAt: 3,
     request: true,
   });
+  // Which signature `handler` has is what the options said: checked once, above.
+  type Plain = (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown;
+  type InTransaction = (
+    message: ParsedMessage,
+    tx: unknown,
+    req: Q,
+    signal: AbortSignal,
+  ) => unknown;
+  const call = gateway.transactional
+    ? (message: ParsedMessage, req: Q, _res: S, signal: AbortSignal, tx: unknown) =>
+        (handler as InTransaction)(message, tx, req, signal)
+    : (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) =>
+        (handler as Plain)(message, req, res, signal);
   const own = readOptions("idempotentHttp()", options, false, ["maxBodyBytes", "auth"]);
   const limit = maxBodyBytesOption(own.maxBodyBytes);
   const { logger } = gateway.lock;
@@ -265,7 +320,7 @@ export function idempotentHttp<
     const outcome = await deliver(gateway, {
       input: { message, req },
       defaultKey: () => defaultMessageKey(message),
-      run: (signal) => handler(message, req, res, signal),
+      run: (signal, tx) => call(message, req, res, signal, tx),
       deliveryAttempt: message.deliveryAttempt,
       startedAt,
       clientGone: client?.signal,

@@ -28,7 +28,11 @@ export {
   type Req,
   type Res,
 } from "./http.js";
-export { type GatewayOptions, gatewayDisabled } from "./pipeline.js";
+export {
+  type GatewayOptions,
+  gatewayDisabled,
+  type TransactionalGatewayOptions,
+} from "./pipeline.js";
 export { idempotentMessage } from "./pull.js";
 export {
   defaultMessageKey,

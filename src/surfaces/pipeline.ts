@@ -1,10 +1,27 @@
 // The delivery pipeline the three surfaces share: options checked once when a surface is
 // built, then per delivery the disabled switch, the key, the claim and the handler, ending in
 // one outcome. Each surface only maps that outcome to its own ack/nack or HTTP status.
-// Just over 350 lines: the build-time checks and the per-delivery path share one options type.
-import { asError, Duplicate, InProgress, type InvalidKey, UnkeyedMessage } from "../core/errors.js";
+// Over 350 lines: the build-time checks and the per-delivery paths (plain and transactional)
+// share one options type and one outcome.
+import {
+  asError,
+  Duplicate,
+  InProgress,
+  InvalidConfiguration,
+  type InvalidKey,
+  UnkeyedMessage,
+} from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
-import { type ResolvedLockOptions, resolveLockOptions } from "../core/options.js";
+import {
+  type ResolvedLockOptions,
+  resolveLockOptions,
+  transactionalBackend,
+} from "../core/options.js";
+import {
+  type lockInTransaction,
+  runInTransaction,
+  type TransactionalLockBackend,
+} from "../core/transaction.js";
 import type { GuardedBody, LockOptions, Logger } from "../core/types.js";
 import {
   assertFunction,
@@ -50,6 +67,46 @@ export type GatewayOptions<I> = LockOptions & {
   onDuplicate?: (key: string) => void;
   /** Run the handler unguarded (with a warning) when no key resolves, instead of refusing. */
   allowUnguarded?: boolean;
+  /**
+   * `true` runs the handler in the store's transaction, with DONE committed together with
+   * its writes: see {@link TransactionalGatewayOptions}. Needs a backend with transactions.
+   */
+  transaction?: false;
+};
+
+/**
+ * A surface's options `O` in transaction mode (`transaction: true`): the handler gets the
+ * store's transaction as its second argument, and the message's DONE commits in that same
+ * transaction, as {@link lockInTransaction} does: the handler's writes and DONE land
+ * together or not at all. The backend must offer transactions (SqlLock, DatastoreLock,
+ * FirestoreLock); `allowUnguarded` is not available (an unkeyed message has no claim to
+ * commit), and with `GCP_PUBSUB_IDEMPOTENCY_DISABLED` set a delivery fails (nack) rather
+ * than run the handler without its transaction.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { type CloudEventLike, type GatewayOptions, idempotent, parseCloudEvent, type TransactionalGatewayOptions } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const backend = new SqlLock({ client: new pg.Pool() });
+ * const options: TransactionalGatewayOptions<GatewayOptions<CloudEventLike>, pg.PoolClient> = {
+ *   backend,
+ *   transaction: true,
+ * };
+ * export const handler = idempotent(options, async (event, tx) => {
+ *   await tx.query("INSERT INTO orders (body) VALUES ($1)", [parseCloudEvent(event).text()]);
+ * });
+ * ```
+ */
+export type TransactionalGatewayOptions<O, Tx> = Omit<
+  O,
+  "backend" | "transaction" | "allowUnguarded"
+> & {
+  /** A backend with transactions: SqlLock, DatastoreLock, FirestoreLock, or your own. */
+  backend: TransactionalLockBackend<Tx>;
+  /** Run the handler in the store's transaction; DONE commits with its writes. */
+  transaction: true;
 };
 
 const DISABLED_ENV = "GCP_PUBSUB_IDEMPOTENCY_DISABLED";
@@ -96,15 +153,19 @@ export interface ResolvedGatewayOptions<I> {
   readonly requestTimeout: RequestTimeout | undefined;
   /** The handler declares its signal parameter (or a heartbeat may abort it). */
   readonly handlerTakesSignal: boolean;
+  /** With `transaction: true`: the backend, whose transaction the handler runs in. */
+  readonly transactional?: TransactionalLockBackend<unknown> | undefined;
 }
 
-const GATEWAY_OPTIONS = ["key", "onDuplicate", "allowUnguarded"] as const;
+const GATEWAY_OPTIONS = ["key", "onDuplicate", "allowUnguarded", "transaction"] as const;
 const PUSH_OPTIONS = [...GATEWAY_OPTIONS, "requestTimeoutMs"] as const;
 
 /** What a surface tells the pipeline about itself when it is built. */
 export interface SurfaceShape {
   /** Position of the AbortSignal among the handler's parameters. */
   readonly signalAt: number;
+  /** Its position with `transaction: true`; default one later (the transaction comes first). */
+  readonly transactionSignalAt?: number;
   /** A push surface serves a request with a timeout; the pull surface does not. */
   readonly request: boolean;
 }
@@ -126,18 +187,31 @@ export function resolveGatewayOptions<I>(
   assertFunction(where, "handler", handler);
   const o = readOptions(where, options, false, shape.request ? PUSH_OPTIONS : GATEWAY_OPTIONS);
   const arity = readProperty(`${where} handler.length`, handler as object, "length");
+  const allowUnguarded = booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false;
+  const transactional = booleanOption("options.transaction", o.transaction)
+    ? transactionalBackend<unknown>(where, lock.backend)
+    : undefined;
+  if (transactional && allowUnguarded) {
+    throw new InvalidConfiguration(
+      `${where} options.allowUnguarded cannot be combined with transaction: true (an unkeyed message has no claim to commit with its writes)`,
+    );
+  }
+  const signalAt = transactional
+    ? (shape.transactionSignalAt ?? shape.signalAt + 1)
+    : shape.signalAt;
   const resolved: ResolvedGatewayOptions<I> = {
     lock,
     key: functionOption<(input: I) => unknown>("options.key", o.key),
     onDuplicate: functionOption<(key: string) => unknown>("options.onDuplicate", o.onDuplicate),
-    allowUnguarded: booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false,
+    allowUnguarded,
+    transactional,
     requestTimeout: shape.request
       ? resolveRequestTimeout(where, o.requestTimeoutMs, lock.logger)
       : undefined,
     // As lock() decides for its body: a handler that declares no signal gets a shared,
     // never-aborted one unless a heartbeat may abort it.
     handlerTakesSignal:
-      lock.heartbeat !== undefined || (typeof arity === "number" && arity > shape.signalAt),
+      lock.heartbeat !== undefined || (typeof arity === "number" && arity > signalAt),
   };
   if (resolved.requestTimeout) warnLeaseShorterThanTimeout(where, lock, resolved.requestTimeout);
   return resolved;
@@ -149,8 +223,8 @@ export interface Delivery<I> {
   readonly input: I;
   /** The key when there is no key function: the message id, or undefined without one. */
   readonly defaultKey: () => string | undefined;
-  /** Calls the user's handler with its signal. */
-  readonly run: (signal: AbortSignal) => unknown;
+  /** Calls the user's handler with its signal, and its transaction in transaction mode. */
+  readonly run: (signal: AbortSignal, tx: unknown) => unknown;
   /** Only for the contention warning: redeliveries show there. */
   readonly deliveryAttempt: number | undefined;
   /** When the request reached us, epoch ms; default when {@link deliver} is called. */
@@ -186,6 +260,7 @@ export async function deliver<I>(
   const { run, clientGone } = delivery;
   if (gatewayDisabled()) {
     warnDisabledOnce(logger);
+    if (gateway.transactional) return disabledWithoutTransaction();
     return runPlain(run, plainSignal(gateway, clientGone));
   }
   let key: unknown;
@@ -218,21 +293,38 @@ export async function deliver<I>(
   }
 
   let handlerThrew = false;
+  // The transaction of the handler's run (transaction mode; a store may run it again).
+  let tx: unknown;
   const runHandler = async (signal: AbortSignal) => {
     try {
-      return await run(signal);
+      return await run(signal, tx);
     } catch (error) {
       handlerThrew = true;
       throw error;
     }
   };
   try {
-    await runResolved(
-      "lock",
-      key,
-      lockFor(gateway, delivery),
-      guardedBody(gateway, runHandler, clientGone),
-    );
+    const body = guardedBody(gateway, runHandler, clientGone);
+    const lock = lockFor(gateway, delivery);
+    if (gateway.transactional) {
+      await runInTransaction(
+        key,
+        lock,
+        gateway.transactional,
+        // As `body` itself: declare the signal only when the handler can see it abort.
+        body.length >= 2
+          ? (inTx, claim, signal) => {
+              tx = inTx;
+              return body(claim, signal);
+            }
+          : (inTx, claim) => {
+              tx = inTx;
+              return body(claim, NEVER_ABORTED);
+            },
+      );
+    } else {
+      await runResolved("lock", key, lock, body);
+    }
     return { kind: "ran" };
   } catch (error) {
     // A Duplicate thrown by the handler itself (a nested lock) is the handler's error.
@@ -280,15 +372,23 @@ function callHook(hook: (key: string) => unknown, key: string, logger: Logger): 
 }
 
 async function runPlain(
-  run: (signal: AbortSignal) => unknown,
+  run: Delivery<unknown>["run"],
   signal: AbortSignal,
 ): Promise<DeliveryOutcome> {
   try {
-    await run(signal);
+    await run(signal, undefined);
     return { kind: "ran" };
   } catch (error) {
     return { kind: "failed", error: asError("the handler", error), fromHandler: true };
   }
+}
+
+/** Transaction mode with the gateway disabled: no store, so no transaction to run the handler in. */
+function disabledWithoutTransaction(): DeliveryOutcome {
+  const error = new InvalidConfiguration(
+    `${DISABLED_ENV} is set, but the handler runs in the store's transaction (transaction: true) and cannot run without the store; nacking`,
+  );
+  return { kind: "failed", error, fromHandler: false };
 }
 
 /** The handler's signal when it runs without a claim (disabled, unguarded): no lease to lose. */

@@ -2,7 +2,13 @@
 // ack() or nack() and, since the emitter ignores promises, never rejects.
 import { errorText } from "../core/logger.js";
 import type { PubSubMessageLike } from "./envelope.js";
-import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from "./pipeline.js";
+import {
+  deliver,
+  type GatewayOptions,
+  logFailure,
+  resolveGatewayOptions,
+  type TransactionalGatewayOptions,
+} from "./pipeline.js";
 
 /**
  * Wrap a pull subscriber's `message` listener. Acks on success or duplicate; nacks on
@@ -31,11 +37,47 @@ import { deliver, type GatewayOptions, logFailure, resolveGatewayOptions } from 
 export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike>(
   options: GatewayOptions<M>,
   handler: (message: M, signal: AbortSignal) => unknown,
+): (message: M) => Promise<void>;
+/**
+ * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
+ * handler gets the store's transaction second, and the message's DONE commits in it with
+ * the handler's writes. A failed commit nacks; the redelivery repeats nothing.
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import { PubSub } from "@google-cloud/pubsub";
+ * import { idempotentMessage } from "gcp-pubsub-idempotency";
+ * import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const firestore = new Firestore();
+ * const backend = new FirestoreLock({ firestore });
+ * const subscription = new PubSub().subscription("orders-worker");
+ * subscription.on("message", idempotentMessage({ backend, transaction: true }, async (message, tx) => {
+ *   tx.create(firestore.collection("orders").doc(), { body: message.data.toString() });
+ * }));
+ * ```
+ */
+export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike, Tx = unknown>(
+  options: TransactionalGatewayOptions<GatewayOptions<M>, Tx>,
+  handler: (message: M, tx: Tx, signal: AbortSignal) => unknown,
+): (message: M) => Promise<void>;
+export function idempotentMessage<M extends PubSubMessageLike, Tx>(
+  options: GatewayOptions<M> | TransactionalGatewayOptions<GatewayOptions<M>, Tx>,
+  handler:
+    | ((message: M, signal: AbortSignal) => unknown)
+    | ((message: M, tx: Tx, signal: AbortSignal) => unknown),
 ): (message: M) => Promise<void> {
   const gateway = resolveGatewayOptions<M>("idempotentMessage", options, handler, {
     signalAt: 1,
     request: false,
   });
+  // Which signature `handler` has is what the options said: checked once, above.
+  const call = gateway.transactional
+    ? (message: M, signal: AbortSignal, tx: unknown) =>
+        (handler as (message: M, tx: unknown, signal: AbortSignal) => unknown)(message, tx, signal)
+    : (message: M, signal: AbortSignal) =>
+        (handler as (message: M, signal: AbortSignal) => unknown)(message, signal);
   const { logger } = gateway.lock;
   return async (message) => {
     let messageId = "";
@@ -47,7 +89,7 @@ export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLik
       const outcome = await deliver(gateway, {
         input: message,
         defaultKey: () => (typeof id === "string" ? id : undefined),
-        run: (signal) => handler(message, signal),
+        run: (signal, tx) => call(message, signal, tx),
         deliveryAttempt:
           typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
       });

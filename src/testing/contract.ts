@@ -4,6 +4,10 @@
 import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../core/types.js";
 import { lock, mutex } from "../core/verbs.js";
+import {
+  describeTransactionCases,
+  type TransactionalContractTarget,
+} from "./contract-transactions.js";
 import { expect } from "./expect.js";
 import { warmUpBackend } from "./warm-up.js";
 
@@ -101,7 +105,7 @@ function globalRunner(): TestRunner | undefined {
  * };
  * ```
  */
-export interface BackendContractTarget {
+export interface BackendContractTarget<Tx = unknown> {
   /** Shown in the test names, e.g. "redis (ioredis)". */
   name: string;
   /**
@@ -136,6 +140,13 @@ export interface BackendContractTarget {
   concurrency?: number;
   /** Skip the race case (a store whose claims are serialized anyway still passes it). */
   skipConcurrency?: boolean;
+  /**
+   * For a backend with `completeInTransaction` (a `TransactionalLockBackend`): how to write
+   * and read a business row through its transactions, so the lockInTransaction cases run.
+   * Without it the suite checks that lockInTransaction refuses the backend before any I/O,
+   * and fails if the backend does offer transactions.
+   */
+  transactional?: TransactionalContractTarget<Tx>;
 }
 
 const realSleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
@@ -172,8 +183,8 @@ function won(outcome: ClaimOutcome): Claim {
  * }, { describe, it, beforeAll });
  * ```
  */
-export function describeBackendContract(
-  target: BackendContractTarget,
+export function describeBackendContract<Tx>(
+  target: BackendContractTarget<Tx>,
   runner: TestRunner | undefined = globalRunner(),
 ): void {
   if (!runner) {
@@ -530,6 +541,14 @@ export function describeBackendContract(
     });
 
     describeKeyAndLimitCases(target, runner, { freshKey, withBackend });
+    describeTransactionCases(target.transactional, {
+      freshKey,
+      leaseMs: () => leaseMs,
+      slack: () => slack,
+      advance,
+      withBackend,
+      describe,
+    });
   });
 }
 
@@ -537,8 +556,8 @@ export function describeBackendContract(
  * The key rule (non-empty, well-formed Unicode, no U+0000, at most 1,024 UTF-8 bytes), the
  * lease checked at call time, and the longest lease and ttl read back, on one backend.
  */
-function describeKeyAndLimitCases(
-  target: BackendContractTarget,
+function describeKeyAndLimitCases<Tx>(
+  target: BackendContractTarget<Tx>,
   { describe, it }: TestRunner,
   helpers: {
     freshKey: (label: string) => string;

@@ -14,6 +14,7 @@ export {
   nodeTestRunner,
   type TestRunner,
 } from "./contract.js";
+export type { TransactionalContractTarget } from "./contract-transactions.js";
 export {
   type BinaryCloudEvent,
   binaryCloudEvent,

@@ -49,6 +49,6 @@ export const vitestRunner: TestRunner = { describe, it, beforeAll };
  * });
  * ```
  */
-export function describeBackendContract(target: BackendContractTarget): void {
+export function describeBackendContract<Tx>(target: BackendContractTarget<Tx>): void {
   describeWithRunner(target, vitestRunner);
 }

@@ -1,8 +1,9 @@
 // The exported contract suite on DatastoreLock, against the Datastore-mode emulator. The
 // Datastore-specific cases, and those it shares with FirestoreLock, are in datastore.test.ts.
-import { Datastore } from "@google-cloud/datastore";
+import { Datastore, type Transaction } from "@google-cloud/datastore";
 import { afterAll, beforeAll, describe } from "vitest";
 import { DatastoreLock } from "../../src/backends/datastore/index.js";
+import type { TransactionalContractTarget } from "../../src/testing/index.js";
 import { describeBackendContract } from "../../src/testing/vitest.js";
 import { PROJECT } from "../support/gcloud-emulator.js";
 import { emulatorOrSkip } from "../support/required.js";
@@ -16,6 +17,19 @@ const freshNamespace = runScopedNames();
 
 describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", () => {
   const shared = new Datastore({ projectId: PROJECT });
+  // Business entities beside the records: one namespace for the run, kind ContractRow.
+  const rowsNamespace = freshNamespace();
+  const rowKey = (id: string) =>
+    shared.key({ namespace: rowsNamespace, path: ["ContractRow", id] });
+  const rows: TransactionalContractTarget<Transaction> = {
+    async insert(tx, id, value) {
+      tx.insert({ key: rowKey(id), data: { value } });
+    },
+    async read(id) {
+      const [entity] = await shared.get(rowKey(id));
+      return entity === undefined ? undefined : String(entity.value);
+    },
+  };
   beforeAll(async () => {
     await warmUpOnEmulator(
       "datastore",
@@ -28,5 +42,6 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     create: ({ ttlMs }) =>
       new DatastoreLock({ datastore: shared, namespace: freshNamespace(), ttlMs }),
     leaseMs: 400,
+    transactional: rows,
   });
 });

@@ -5,13 +5,18 @@
  */
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError, InvalidConfiguration } from "../../core/errors.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import type {
+  lockInTransaction,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../../core/transaction.js";
+import type { Claim, ClaimOutcome } from "../../core/types.js";
 import { stringOption } from "../../core/validate.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { GoogleRecords } from "../shared/google-records.js";
 import { nameOption } from "../shared/options.js";
 import type { RetryOptions } from "../shared/retry-options.js";
-import type { DatastoreLike, DatastoreModule } from "./client.js";
+import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
 import { DatastoreIo } from "./io.js";
 
 export type { RetryOptions } from "../shared/retry-options.js";
@@ -35,13 +40,13 @@ export { decodeName, encodeName } from "./io.js";
  * const backend = new DatastoreLock(options);
  * ```
  */
-export interface DatastoreLockOptions {
+export interface DatastoreLockOptions<D extends DatastoreLike = DatastoreLike> {
   /**
    * A Datastore client to use (an object with `key()`, `get()`, `insert()` and
    * `transaction()`); default: one created on first use (ADC / DATASTORE_EMULATOR_HOST),
    * which `close()` closes. A given client stays yours.
    */
-  datastore?: DatastoreLike;
+  datastore?: D;
   /** For the client created on first use: a project id (printable ASCII, no spaces). */
   projectId?: string;
   /** For the client created on first use: a named database; default `(default)`. */
@@ -63,6 +68,27 @@ export interface DatastoreLockOptions {
   retry?: RetryOptions;
 }
 
+/**
+ * The transaction handle {@link lockInTransaction}'s body gets from a `DatastoreLock` over
+ * client `D`: the driver's own `Transaction` when you pass your `Datastore`, else the
+ * structural {@link DatastoreTransactionLike}.
+ *
+ * @example
+ * ```ts
+ * import { Datastore, type Transaction } from "@google-cloud/datastore";
+ * import type { DatastoreTransactionOf } from "gcp-pubsub-idempotency/datastore";
+ *
+ * const tx: DatastoreTransactionOf<Datastore> = new Datastore().transaction();
+ * const same: Transaction = tx;
+ * ```
+ */
+export type DatastoreTransactionOf<D> = D extends {
+  /** The client's transaction factory. */
+  transaction(...options: never[]): infer X;
+}
+  ? X
+  : DatastoreTransactionLike;
+
 /** A kind name: not `__…__` (reserved); non-empty, at most 1,500 bytes (checked apart). */
 const KIND_PATTERN = /^(?!__.*__$)/s;
 /** A namespace: 1 to 100 of `[0-9A-Za-z._-]`, not `__…__` (reserved). */
@@ -82,6 +108,10 @@ const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
  * Records are deleted only after `expiresAt`: configure a TTL policy on the `expiresAt`
  * property of the kind, or call `purgeExpired()` periodically.
  *
+ * {@link lockInTransaction} runs its body in a `datastore.transaction()` and completes the
+ * claim in it (see {@link DatastoreLock.completeInTransaction}); keep the kind beside your
+ * entities (same database, your namespace).
+ *
  * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
  * transient ones have been retried (see {@link RetryOptions}).
  *
@@ -95,20 +125,22 @@ const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
  * await lock("orders:4711", { backend }, async () => {});
  * ```
  */
-export class DatastoreLock implements LockBackend {
+export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
+  implements TransactionalLockBackend<DatastoreTransactionOf<D>>
+{
   /** Kind of the records. */
   readonly kind: string;
   /** Namespace of the records as given; undefined means the client's default namespace. */
   readonly namespace: string | undefined;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly records: GoogleRecords<DatastoreLike>;
+  private readonly records: GoogleRecords<DatastoreLike, DatastoreTransactionLike>;
 
   /**
    * Checks every option before any I/O (see {@link DatastoreLockOptions}): a value of the
    * wrong type or out of range throws {@link InvalidConfiguration} naming the option.
    */
-  constructor(options: DatastoreLockOptions = {}) {
+  constructor(options: DatastoreLockOptions<D> = {}) {
     const driver = loadOnce(() =>
       import("@google-cloud/datastore").then((module) => module as unknown as DatastoreModule),
     );
@@ -157,6 +189,41 @@ export class DatastoreLock implements LockBackend {
 
   renew(claim: Claim, leaseMs: number): Promise<boolean> {
     return this.records.renew(claim, leaseMs);
+  }
+
+  /**
+   * Run `body` in one Datastore transaction (begun explicitly), then look the record up in
+   * that transaction and complete it there when the fence matches: the body's mutations and
+   * DONE commit together. Looked up last, the record is locked only for the commit, so a
+   * reclaim is not held up by a long body. A stale fence rolls back (`completed: false`); a
+   * body that throws rolls back and rejects with its error; a failed commit rejects with a
+   * {@link BackendError}. ABORTED contention and the other transient errors run the whole
+   * transaction again, the body included, as any Datastore transaction function may be run:
+   * keep the body free of effects outside `tx`. A retry that finds its earlier commit landed
+   * does not commit again. {@link lockInTransaction} calls it; you rarely do.
+   *
+   * @example
+   * ```ts
+   * import { Datastore } from "@google-cloud/datastore";
+   * import { lockInTransaction } from "gcp-pubsub-idempotency";
+   * import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
+   *
+   * const datastore = new Datastore();
+   * const backend = new DatastoreLock({ datastore, namespace: "orders-svc" });
+   * await lockInTransaction("orders:4711", { backend }, async (tx) => {
+   *   // tx is the driver's Transaction: its mutations commit with the key's DONE.
+   *   tx.insert({ key: datastore.key(["Order", "4711"]), data: { total: 99 } });
+   * });
+   * ```
+   */
+  completeInTransaction<T>(
+    claim: Claim,
+    body: (tx: DatastoreTransactionOf<D>) => Promise<T>,
+  ): Promise<TransactionCompletion<T>> {
+    return this.records.completeInTransaction(
+      claim,
+      body as (tx: DatastoreTransactionLike) => Promise<T>,
+    );
   }
 
   /**

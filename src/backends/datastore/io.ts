@@ -1,5 +1,7 @@
 // How DatastoreLock reads and writes records: key names, entities, lookups, inserts and
 // transactions. What to write is the transition table's (core/transitions.ts) to decide.
+
+import type { TransactionCompletion } from "../../core/transaction.js";
 import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
 import type { ClaimOutcome } from "../../core/types.js";
 import { conditionalWrite, fromStored, GRPC, toStored } from "../shared/google.js";
@@ -18,7 +20,7 @@ const UNINDEXED = ["key", "state", "fencingId", "leaseExpiresAt", "token"];
 const PURGE_BATCH = 500;
 
 /** How DatastoreLock reads and writes records; the transition table decides what. */
-export class DatastoreIo implements RecordIo<DatastoreLike> {
+export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransactionLike> {
   readonly backend = "datastore";
   readonly purgeBatchSize = PURGE_BATCH;
 
@@ -61,6 +63,32 @@ export class DatastoreIo implements RecordIo<DatastoreLike> {
       if (write !== undefined) tx.save(this.entry(entityKey, key, write));
       return { result: answer, commit: write !== undefined };
     });
+  }
+
+  /**
+   * One transaction: the body's lookups and mutations, then the record looked up last (so it
+   * is locked only for the commit) and completed when the fence matches. A transient failure
+   * runs it all again; a retry that finds the record done at this fence knows an earlier
+   * commit landed (its response was lost), and rolls back rather than write twice.
+   */
+  completeInTransaction<T>(
+    datastore: DatastoreLike,
+    key: string,
+    body: (tx: DatastoreTransactionLike) => Promise<T>,
+    decide: Decide<boolean>,
+    retrying: Retrying,
+  ): Promise<TransactionCompletion<T>> {
+    const entityKey = this.entityKey(datastore, key);
+    return retrying(() =>
+      inTransaction(datastore, async (tx) => {
+        const value = await body(tx);
+        const [entity] = (await tx.get(entityKey as never)) as [StoredEntity | undefined];
+        const { row, answer, write } = decide(fromStored(entity), Date.now());
+        const commit = row === "complete.claimed";
+        if (commit && write !== undefined) tx.save(this.entry(entityKey, key, write));
+        return { result: { completed: answer, value }, commit };
+      }),
+    );
   }
 
   async purgeBatch(datastore: DatastoreLike, retrying: Retrying): Promise<PurgeBatch> {

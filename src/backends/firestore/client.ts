@@ -91,6 +91,26 @@ export interface FirestoreCollectionLike {
 }
 
 /**
+ * The parts of a Firestore `Transaction` this backend uses: the update that completes the
+ * record in the body's transaction, under a last-update-time precondition.
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import type { FirestoreTransactionLike } from "gcp-pubsub-idempotency/firestore";
+ *
+ * await new Firestore().runTransaction(async (transaction) => {
+ *   const tx: FirestoreTransactionLike = transaction;
+ *   void tx;
+ * });
+ * ```
+ */
+export interface FirestoreTransactionLike {
+  /** Queue an update for the commit; with a precondition the commit fails if it does not hold. */
+  update(document: never, data: never, precondition: never): unknown;
+}
+
+/**
  * The parts of a Firestore instance this backend uses: `@google-cloud/firestore`'s
  * `Firestore`, or firebase-admin's `getFirestore()` (the same class).
  *
@@ -108,6 +128,14 @@ export interface FirestoreLike {
   collection(path: string): FirestoreCollectionLike;
   /** Called by `FirestoreLock.close()` only for an instance the lock created itself. */
   terminate?(): Promise<void>;
+  /** For `lockInTransaction`: run a function in a transaction, retried on contention. */
+  runTransaction?<T>(
+    update: (transaction: FirestoreTransactionLike) => Promise<T>,
+    options?: {
+      /** Attempts in all; the driver's default is 5. */
+      maxAttempts?: number;
+    },
+  ): Promise<T>;
 }
 
 /** The driver module, as FirestoreLock imports it on first use. */

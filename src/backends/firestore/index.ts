@@ -5,12 +5,17 @@
  */
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import type {
+  lockInTransaction,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../../core/transaction.js";
+import type { Claim, ClaimOutcome } from "../../core/types.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { GoogleRecords } from "../shared/google-records.js";
 import { nameOption } from "../shared/options.js";
 import type { RetryOptions } from "../shared/retry-options.js";
-import type { FirestoreLike, FirestoreModule } from "./client.js";
+import type { FirestoreLike, FirestoreModule, FirestoreTransactionLike } from "./client.js";
 import { FirestoreIo } from "./io.js";
 
 export type { RetryOptions } from "../shared/retry-options.js";
@@ -20,6 +25,7 @@ export type {
   FirestoreLike,
   FirestoreQueryLike,
   FirestoreSnapshotLike,
+  FirestoreTransactionLike,
 } from "./client.js";
 export { decodeDocumentId, encodeDocumentId } from "./io.js";
 
@@ -40,12 +46,12 @@ export { decodeDocumentId, encodeDocumentId } from "./io.js";
  * const backend = new FirestoreLock(options);
  * ```
  */
-export interface FirestoreLockOptions {
+export interface FirestoreLockOptions<F extends FirestoreLike = FirestoreLike> {
   /**
    * A Firestore instance (an object with `collection()`); default: one created on first use
    * (ADC / FIRESTORE_EMULATOR_HOST), which `close()` terminates. A given one stays yours.
    */
-  firestore?: FirestoreLike;
+  firestore?: F;
   /** For the instance created on first use: a project id (printable ASCII, no spaces). */
   projectId?: string;
   /** For the instance created on first use: a named database; default `(default)`. */
@@ -64,6 +70,26 @@ export interface FirestoreLockOptions {
   retry?: RetryOptions;
 }
 
+/**
+ * The transaction handle {@link lockInTransaction}'s body gets from a `FirestoreLock` over
+ * instance `F`: the driver's own `Transaction` when you pass your `Firestore`, else the
+ * structural {@link FirestoreTransactionLike}.
+ *
+ * @example
+ * ```ts
+ * import type { Firestore, Transaction } from "@google-cloud/firestore";
+ * import type { FirestoreTransactionOf } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const same = (tx: FirestoreTransactionOf<Firestore>): Transaction => tx;
+ * ```
+ */
+export type FirestoreTransactionOf<F> = F extends {
+  /** The instance's transaction runner. */
+  runTransaction<T>(update: (transaction: infer X) => Promise<T>, ...options: never[]): Promise<T>;
+}
+  ? X
+  : FirestoreTransactionLike;
+
 /** A collection id: one path segment, not `.`/`..`, not `__…__` (1,500 bytes checked apart). */
 const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
 
@@ -79,6 +105,9 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
  * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
  * transient ones have been retried (see {@link RetryOptions}).
  *
+ * {@link lockInTransaction} runs its body in `runTransaction` and completes the claim in it
+ * (see {@link FirestoreLock.completeInTransaction}); keep the collection beside yours.
+ *
  * @example
  * ```ts
  * import { lock } from "gcp-pubsub-idempotency";
@@ -90,18 +119,20 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
  * await backend.close();
  * ```
  */
-export class FirestoreLock implements LockBackend {
+export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
+  implements TransactionalLockBackend<FirestoreTransactionOf<F>>
+{
   /** Collection of the records. */
   readonly collection: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly records: GoogleRecords<FirestoreLike>;
+  private readonly records: GoogleRecords<FirestoreLike, FirestoreTransactionLike>;
 
   /**
    * Checks every option before any I/O (see {@link FirestoreLockOptions}): a value of the
    * wrong type or out of range throws `InvalidConfiguration` naming the option.
    */
-  constructor(options: FirestoreLockOptions = {}) {
+  constructor(options: FirestoreLockOptions<F> = {}) {
     const driver = loadOnce(() =>
       import("@google-cloud/firestore").then((module) => module as unknown as FirestoreModule),
     );
@@ -143,6 +174,46 @@ export class FirestoreLock implements LockBackend {
 
   renew(claim: Claim, leaseMs: number): Promise<boolean> {
     return this.records.renew(claim, leaseMs);
+  }
+
+  /**
+   * Run `body` in `runTransaction`, then complete the record in that same transaction when
+   * the fence matches: the body's writes and DONE commit together. The record is read after
+   * the body, outside the transaction, and DONE is written under that read's last-update-time
+   * precondition: a long body holds no lock on the record (claims of the key still answer
+   * held at once), and a reclaim since the read fails the commit, so nothing lands and the
+   * next attempt re-checks the fence. A stale fence rolls back (`completed: false`); a body
+   * that throws rolls back and rejects with its error; a failed commit rejects with a
+   * {@link BackendError}.
+   *
+   * Like any Firestore transaction function, the body may run more than once (contention on
+   * the documents it reads, a lost commit response, the record moving under it): keep it free
+   * of effects outside `tx`, and do all its reads before its writes. A retry that finds its
+   * earlier commit landed does not commit again. {@link lockInTransaction} calls it; you
+   * rarely do.
+   *
+   * @example
+   * ```ts
+   * import { Firestore } from "@google-cloud/firestore";
+   * import { lockInTransaction } from "gcp-pubsub-idempotency";
+   * import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
+   *
+   * const firestore = new Firestore();
+   * const backend = new FirestoreLock({ firestore, collection: "orders-idempotency" });
+   * await lockInTransaction("orders:4711", { backend }, async (tx) => {
+   *   // tx is the driver's Transaction: this create commits with the key's DONE.
+   *   tx.create(firestore.collection("orders").doc("4711"), { total: 99 });
+   * });
+   * ```
+   */
+  completeInTransaction<T>(
+    claim: Claim,
+    body: (tx: FirestoreTransactionOf<F>) => Promise<T>,
+  ): Promise<TransactionCompletion<T>> {
+    return this.records.completeInTransaction(
+      claim,
+      body as (tx: FirestoreTransactionLike) => Promise<T>,
+    );
   }
 
   /**

@@ -1,11 +1,13 @@
 // How FirestoreLock reads and writes records: document ids, reads, creates and updates under
 // a last-update-time precondition. What to write is the transition table's to decide.
+import { InvalidConfiguration } from "../../core/errors.js";
+import type { TransactionCompletion } from "../../core/transaction.js";
 import { type Decide, purgeTransition } from "../../core/transitions.js";
 import type { ClaimOutcome } from "../../core/types.js";
-import { conditionalWrite, fromStored, GRPC, toStored } from "../shared/google.js";
+import { conditionalWrite, fromStored, GRPC, grpcCode, toStored } from "../shared/google.js";
 import type { RecordIo, Retrying } from "../shared/google-records.js";
 import type { PurgeBatch } from "../shared/purge.js";
-import type { FirestoreDocumentLike, FirestoreLike } from "./client.js";
+import type { FirestoreDocumentLike, FirestoreLike, FirestoreTransactionLike } from "./client.js";
 
 /** A write refused because the document changed (or went) since it was read. */
 const CHANGED = [GRPC.FAILED_PRECONDITION, GRPC.NOT_FOUND];
@@ -19,7 +21,7 @@ const PURGE_BATCH = 300;
  * with `create()` (refused if the document exists), every other write is an `update` under a
  * last-update-time precondition; a refused write re-reads and decides again.
  */
-export class FirestoreIo implements RecordIo<FirestoreLike> {
+export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransactionLike> {
   readonly backend = "firestore";
   readonly purgeBatchSize = PURGE_BATCH;
 
@@ -57,6 +59,63 @@ export class FirestoreIo implements RecordIo<FirestoreLike> {
     throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
   }
 
+  /**
+   * `runTransaction`: the body, then the record read (outside the transaction, so a long
+   * body holds no lock on it and claims still answer at once) and, when the fence matches,
+   * updated to DONE in the transaction under the read's last-update-time precondition. A
+   * reclaim (or any write) since the read fails the commit: nothing lands, and the next
+   * attempt reads the record again and re-checks the fence. Fenced out, or done already by
+   * an earlier attempt whose commit landed, the transaction is rolled back.
+   */
+  async completeInTransaction<T>(
+    firestore: FirestoreLike,
+    key: string,
+    body: (tx: FirestoreTransactionLike) => Promise<T>,
+    decide: Decide<boolean>,
+  ): Promise<TransactionCompletion<T>> {
+    if (typeof firestore.runTransaction !== "function") {
+      throw new InvalidConfiguration(
+        "lockInTransaction needs a Firestore with runTransaction() (@google-cloud/firestore or firebase-admin)",
+      );
+    }
+    const ref = this.document(firestore, key);
+    for (let race = 0; race < MAX_RACES; race++) {
+      // The record's update time the DONE write was conditioned on, in the last attempt.
+      let readAt: { time: unknown } | undefined;
+      try {
+        return await firestore.runTransaction(async (tx) => {
+          readAt = undefined;
+          const value = await body(tx);
+          const snapshot = await ref.get();
+          const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
+          const { row, answer, write } = decide(record, Date.now());
+          // Fenced out, or already done at this fence: none of this run's writes may land.
+          if (row !== "complete.claimed" || write === undefined) {
+            throw new RolledBack({ completed: answer, value });
+          }
+          readAt = { time: snapshot.updateTime };
+          tx.update(
+            ref as never,
+            toStored(key, write) as never,
+            {
+              lastUpdateTime: snapshot.updateTime,
+            } as never,
+          );
+          return { completed: true, value };
+        });
+      } catch (error) {
+        if (error instanceof RolledBack) return error.outcome;
+        if (readAt === undefined || !(CHANGED as readonly unknown[]).includes(grpcCode(error)))
+          throw error;
+        // Refused: by our precondition (the record moved: decide again), or by one of the
+        // body's own writes (the record is as read: the failure is the body's).
+        const now = await ref.get();
+        if (now.exists && sameTime(now.updateTime, readAt.time)) throw error;
+      }
+    }
+    throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
+  }
+
   async purgeBatch(firestore: FirestoreLike, retrying: Retrying): Promise<PurgeBatch> {
     const query = firestore
       .collection(this.collection)
@@ -82,6 +141,20 @@ export class FirestoreIo implements RecordIo<FirestoreLike> {
   private document(firestore: FirestoreLike, key: string): FirestoreDocumentLike {
     return firestore.collection(this.collection).doc(encodeDocumentId(key));
   }
+}
+
+/** Ends an attempt that must not commit; `runTransaction` rolls back and rejects with it. */
+class RolledBack<T> extends Error {
+  constructor(readonly outcome: TransactionCompletion<T>) {
+    super("rolled back: the fence is stale, or an earlier attempt committed");
+  }
+}
+
+/** Two update times (Firestore Timestamps) are the same instant. */
+function sameTime(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const isEqual = (a as { isEqual?: unknown } | null | undefined)?.isEqual;
+  return typeof isEqual === "function" && isEqual.call(a, b) === true;
 }
 
 /** Create the document of an absent key: false when it exists already. */

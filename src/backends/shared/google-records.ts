@@ -1,4 +1,5 @@
 import { type RetryPolicy, withRetry } from "../../core/retry.js";
+import type { TransactionCompletion } from "../../core/transaction.js";
 import {
   claimTransition,
   completeTransition,
@@ -11,13 +12,13 @@ import type { Claim, ClaimOutcome } from "../../core/types.js";
 import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { isGoogleTransient, type LazyClient, newToken } from "./google.js";
 import { type PurgeBatch, purgeInBatches } from "./purge.js";
-import { callStore } from "./store-call.js";
+import { callStore, callStoreWithBody } from "./store-call.js";
 
 /** Run `attempt` again on transient errors, within the lock's retry policy. */
 export type Retrying = <T>(attempt: () => Promise<T>) => Promise<T>;
 
 /** The I/O of one Google store: how it reads and writes a record, nothing of the table. */
-export interface RecordIo<C> {
+export interface RecordIo<C, Tx> {
   /** The backend a BackendError names: `datastore` or `firestore`. */
   readonly backend: string;
   /** Records per purge batch. */
@@ -26,6 +27,18 @@ export interface RecordIo<C> {
   claim(client: C, key: string, decide: Decide<ClaimOutcome>): Promise<ClaimOutcome>;
   /** Read the record of `key`, let `decide` choose, and store its write atomically. */
   update<A>(client: C, key: string, decide: Decide<A>): Promise<A>;
+  /**
+   * Run `body` in a store transaction, then apply `decide` (the complete) to the record in
+   * that same transaction: commit both when it writes (`complete.claimed`), roll back
+   * otherwise. Retried as the store's transactions are (the body with them).
+   */
+  completeInTransaction<T>(
+    client: C,
+    key: string,
+    body: (tx: Tx) => Promise<T>,
+    decide: Decide<boolean>,
+    retrying: Retrying,
+  ): Promise<TransactionCompletion<T>>;
   /** Delete one batch of expired records, each judged again by `purgeTransition` first. */
   purgeBatch(client: C, retrying: Retrying): Promise<PurgeBatch>;
   /** Free a client the lock made itself. */
@@ -37,9 +50,9 @@ export interface RecordIo<C> {
  * (core/transitions.ts) applied with this process's clock, each call retried on transient
  * errors and its failures wrapped by `callStore`. The locks supply only their {@link RecordIo}.
  */
-export class GoogleRecords<C> {
+export class GoogleRecords<C, Tx> {
   constructor(
-    private readonly io: RecordIo<C>,
+    private readonly io: RecordIo<C, Tx>,
     private readonly client: LazyClient<C>,
     private readonly ttlMs: number,
     private readonly retry: RetryPolicy,
@@ -77,12 +90,33 @@ export class GoogleRecords<C> {
     return this.update("renew", claim.key, (record, now) => renewTransition(record, now, call));
   }
 
+  /** The complete in the store transaction of `body`'s writes; the body's error as thrown. */
+  completeInTransaction<T>(
+    claim: Claim,
+    body: (tx: Tx) => Promise<T>,
+  ): Promise<TransactionCompletion<T>> {
+    assertValidKey(claim.key);
+    const call = { claim, ttlMs: this.ttlMs };
+    const decide: Decide<boolean> = (record, now) => completeTransition(record, now, call);
+    return callStoreWithBody(
+      this.io.backend,
+      "completeInTransaction",
+      claim.key,
+      body,
+      async (watched) => {
+        const client = await this.client.get();
+        return this.io.completeInTransaction(client, claim.key, watched, decide, this.retrying);
+      },
+    );
+  }
+
   /** Batches until one comes back short; each batch (not the whole purge) is retried. */
   purgeExpired(): Promise<number> {
     return callStore(this.io.backend, "purgeExpired", undefined, async () => {
       const client = await this.client.get();
-      const retrying: Retrying = (attempt) => withRetry(this.retry, isGoogleTransient, attempt);
-      return purgeInBatches(this.io.purgeBatchSize, () => this.io.purgeBatch(client, retrying));
+      return purgeInBatches(this.io.purgeBatchSize, () =>
+        this.io.purgeBatch(client, this.retrying),
+      );
     });
   }
 
@@ -90,6 +124,9 @@ export class GoogleRecords<C> {
   close(): Promise<void> {
     return this.client.close((client) => this.io.end(client));
   }
+
+  private readonly retrying: Retrying = (attempt) =>
+    withRetry(this.retry, isGoogleTransient, attempt);
 
   private update<A>(operation: string, key: string, decide: Decide<A>): Promise<A> {
     return this.run(operation, key, (client) => this.io.update(client, key, decide));

@@ -33,6 +33,26 @@ export interface DialectSession {
   purgeBatch(): Promise<number>;
   /** Forget whatever was cached for the client (prepared statements); the client stays open. */
   close(): void;
+  /**
+   * True when the client is one connection (a SQLite Database, a pg Client, a mysql2
+   * Connection): SqlLock then keeps its statements out of an open transaction. False for a
+   * pool, where each transaction checks out a connection of its own.
+   */
+  readonly sharedConnection: boolean;
+  /** Begin a transaction on a pooled connection of its own, or on the one connection. */
+  begin(): Promise<OpenTransaction>;
+}
+
+/** A transaction begun by {@link DialectSession.begin}, for `completeInTransaction`. */
+export interface OpenTransaction {
+  /** The connection inside the transaction: the handle the body gets. */
+  readonly tx: unknown;
+  /** The dialect's `complete`, run on this transaction's connection. */
+  complete(key: string, fencingId: number, ttlMs: number): Promise<boolean>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+  /** Give a pooled connection back; with `broken` (the error that broke it) it is discarded. */
+  end(broken?: unknown): void;
 }
 
 /** One SQL dialect: what SqlLock validates against, and how it runs each verb. */
@@ -65,3 +85,34 @@ export interface Dialect {
 
 /** Rendered statements by template name; throws for a name the dialect has no template for. */
 export type Statements = (name: string) => string;
+
+/**
+ * Begin a transaction on `connection` by sending `begin` through `run`; COMMIT and ROLLBACK go
+ * the same way. `end` gives the connection back, or discards it given the error (a failed
+ * BEGIN ends it so).
+ */
+export async function beginOn(
+  connection: unknown,
+  run: (text: string) => Promise<unknown>,
+  begin: string,
+  complete: OpenTransaction["complete"],
+  end: OpenTransaction["end"],
+): Promise<OpenTransaction> {
+  try {
+    await run(begin);
+  } catch (error) {
+    end(error);
+    throw error;
+  }
+  return {
+    tx: connection,
+    complete,
+    async commit() {
+      await run("COMMIT");
+    },
+    async rollback() {
+      await run("ROLLBACK");
+    },
+    end,
+  };
+}

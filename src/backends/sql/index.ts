@@ -8,7 +8,12 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
 import { type RetryPolicy, withRetry } from "../../core/retry.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import type {
+  lockInTransaction,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../../core/transaction.js";
+import type { Claim, ClaimOutcome } from "../../core/types.js";
 import {
   assertPositiveMs,
   assertValidKey,
@@ -18,13 +23,35 @@ import {
 } from "../../core/validate.js";
 import { hasMethods } from "../shared/options.js";
 import { purgeInBatches } from "../shared/purge.js";
-import { callStore } from "../shared/store-call.js";
-import type { Dialect, DialectSession } from "./dialect.js";
-import { type MysqlQueryable, mysql } from "./mysql/dialect.js";
-import { type PgQueryable, type PgResultLike, postgres } from "./postgres/dialect.js";
+import { callStore, callStoreWithBody } from "../shared/store-call.js";
+import { type ConnectionGate, gateFor } from "./connection-gate.js";
+import type { Dialect, DialectSession, OpenTransaction } from "./dialect.js";
+import {
+  type MysqlPoolConnectionLike,
+  type MysqlPoolLike,
+  type MysqlQueryable,
+  mysql,
+} from "./mysql/dialect.js";
+import {
+  type PgPoolClientLike,
+  type PgPoolLike,
+  type PgQueryable,
+  type PgResultLike,
+  postgres,
+} from "./postgres/dialect.js";
 import { type SqliteDatabaseLike, type SqliteStatementLike, sqlite } from "./sqlite/dialect.js";
 
-export type { MysqlQueryable, PgQueryable, PgResultLike, SqliteDatabaseLike, SqliteStatementLike };
+export type {
+  MysqlPoolConnectionLike,
+  MysqlPoolLike,
+  MysqlQueryable,
+  PgPoolClientLike,
+  PgPoolLike,
+  PgQueryable,
+  PgResultLike,
+  SqliteDatabaseLike,
+  SqliteStatementLike,
+};
 
 /**
  * The SQL dialects {@link SqlLock} speaks: PostgreSQL (pg; also AlloyDB), MySQL/MariaDB
@@ -58,6 +85,53 @@ export type SqlDialect = "postgres" | "mysql" | "sqlite";
 export type SqlClient = PgQueryable | MysqlQueryable | SqliteDatabaseLike;
 
 /**
+ * The transaction handle {@link lockInTransaction}'s body gets from a `SqlLock` over client
+ * `C`, in the driver's own type: a pg `Pool` → its `PoolClient` (inside BEGIN … COMMIT); a
+ * mysql2/promise `Pool` → its `PoolConnection`; a better-sqlite3 `Database`, a pg `Client` or
+ * a mysql2 `Connection` → that one connection itself.
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import mysql from "mysql2/promise";
+ * import pg from "pg";
+ * import type { SqlTransaction } from "gcp-pubsub-idempotency/sql";
+ *
+ * type OnPg = SqlTransaction<pg.Pool>; // pg.PoolClient
+ * type OnMysql = SqlTransaction<mysql.Pool>; // mysql.PoolConnection
+ * type OnSqlite = SqlTransaction<Database.Database>; // Database.Database
+ * async function insert(tx: OnPg, id: string) {
+ *   await tx.query("INSERT INTO orders (id) VALUES ($1)", [id]);
+ * }
+ * ```
+ */
+export type SqlTransaction<C> = C extends SqliteDatabaseLike
+  ? C
+  : C extends {
+        /** A mysql2 pool checks out a connection. */
+        getConnection(): Promise<infer K>;
+      }
+    ? K
+    : C extends {
+          /** Only a pg Pool has it (a Client does not). */
+          readonly totalCount: number;
+          /** A pg pool checks out a client. */
+          connect(): Promise<infer K>;
+        }
+      ? // pg's Pool declares connect() twice: inference reads the callback form, last.
+        unknown extends K
+        ? C extends {
+            /** The callback form of pg's `Pool.connect`. */
+            connect(callback: (error: never, client: infer P, ...rest: never[]) => void): unknown;
+          }
+          ? unknown extends P
+            ? PgPoolClientLike
+            : NonNullable<P>
+          : PgPoolClientLike
+        : K
+      : C;
+
+/**
  * Options of {@link SqlLock}. The constructor throws {@link InvalidConfiguration} for a
  * client it cannot use, an unknown dialect, a bad table name or `ttlMs`.
  *
@@ -74,9 +148,9 @@ export type SqlClient = PgQueryable | MysqlQueryable | SqliteDatabaseLike;
  * const backend = new SqlLock(options);
  * ```
  */
-export interface SqlLockOptions {
+export interface SqlLockOptions<C extends SqlClient = SqlClient> {
   /** A pg Pool or Client, a mysql2/promise Pool, or a better-sqlite3 Database. */
-  client: SqlClient;
+  client: C;
   /** Detected from the client's shape when omitted. */
   dialect?: SqlDialect;
   /**
@@ -124,6 +198,10 @@ const DETECTION_ORDER: readonly Dialect[] = [sqlite, mysql, postgres];
  * Failures reject with a {@link BackendError} naming the dialect, the verb and the key; a
  * deadlock or serialization failure on claim is retried a few times first.
  *
+ * {@link lockInTransaction} runs its body in a transaction of this database and completes
+ * the claim in it (see {@link SqlLock.completeInTransaction}): keep the table beside yours
+ * (`schema.table` on PostgreSQL, your own database on MySQL, your own file on SQLite).
+ *
  * @example
  * ```ts
  * import pg from "pg";
@@ -135,7 +213,9 @@ const DETECTION_ORDER: readonly Dialect[] = [sqlite, mysql, postgres];
  * await lock("orders:4711", { backend }, async () => {});
  * ```
  */
-export class SqlLock implements LockBackend {
+export class SqlLock<C extends SqlClient = SqlClient>
+  implements TransactionalLockBackend<SqlTransaction<C>>
+{
   /** The dialect in use, given or detected from the client. */
   readonly dialect: SqlDialect;
   /** The table of the records, as given (unquoted). */
@@ -145,13 +225,15 @@ export class SqlLock implements LockBackend {
   private readonly sql: Readonly<Record<string, string>>;
   private readonly session: DialectSession;
   private readonly isTransient: (error: unknown) => boolean;
+  /** On one connection: keeps statements out of an open transaction. None for a pool. */
+  private readonly gate: ConnectionGate | undefined;
 
   /**
    * Checks every option before any I/O: a missing or unusable `client`, an unknown
    * `dialect`, a bad `table`, or a `ttlMs` that is not a whole number of ms from 1 to
    * `MAX_TTL_MS` throws {@link InvalidConfiguration} naming the option.
    */
-  constructor(options: SqlLockOptions) {
+  constructor(options: SqlLockOptions<C>) {
     const read = readOptions("SqlLock", options, false, ["client", "dialect", "table", "ttlMs"]);
     const client = read.client;
     if (client === null || (typeof client !== "object" && typeof client !== "function")) {
@@ -177,6 +259,7 @@ export class SqlLock implements LockBackend {
     this.isTransient = (error) =>
       error !== null && typeof error === "object" && dialect.isTransient(error);
     this.session = dialect.open(client as SqlClient, (name) => this.text(name));
+    this.gate = this.session.sharedConnection ? gateFor(client) : undefined;
   }
 
   /** The DDL `ensureSchema()` runs, for applying through your own migrations instead. */
@@ -189,7 +272,9 @@ export class SqlLock implements LockBackend {
    * turns on WAL mode, so several processes can share the file.
    */
   async ensureSchema(): Promise<void> {
-    await callStore(this.dialect, "ensureSchema", undefined, () => this.session.ensureSchema());
+    await callStore(this.dialect, "ensureSchema", undefined, () =>
+      this.statement(() => this.session.ensureSchema()),
+    );
   }
 
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
@@ -197,7 +282,9 @@ export class SqlLock implements LockBackend {
     assertPositiveMs("leaseMs", leaseMs);
     // A deadlock, serialization failure or busy database is retried with a jittered backoff.
     return callStore(this.dialect, "claim", key, () =>
-      withRetry(CLAIM_RETRY, this.isTransient, () => this.claimOnce(key, leaseMs)),
+      withRetry(CLAIM_RETRY, this.isTransient, () =>
+        this.statement(() => this.claimOnce(key, leaseMs)),
+      ),
     );
   }
 
@@ -205,7 +292,7 @@ export class SqlLock implements LockBackend {
     assertValidKey(claim.key);
     const { key, fencingId } = claim;
     return callStore(this.dialect, "complete", key, () =>
-      this.session.complete(key, fencingId, this.ttlMs),
+      this.statement(() => this.session.complete(key, fencingId, this.ttlMs)),
     );
   }
 
@@ -213,7 +300,7 @@ export class SqlLock implements LockBackend {
     assertValidKey(claim.key);
     const { key, fencingId } = claim;
     await callStore(this.dialect, "release", key, () =>
-      this.session.release(key, fencingId, this.ttlMs),
+      this.statement(() => this.session.release(key, fencingId, this.ttlMs)),
     );
   }
 
@@ -222,7 +309,7 @@ export class SqlLock implements LockBackend {
     assertPositiveMs("leaseMs", leaseMs);
     const { key, fencingId } = claim;
     return callStore(this.dialect, "renew", key, () =>
-      this.session.renew(key, fencingId, leaseMs, this.ttlMs),
+      this.statement(() => this.session.renew(key, fencingId, leaseMs, this.ttlMs)),
     );
   }
 
@@ -230,8 +317,72 @@ export class SqlLock implements LockBackend {
   async purgeExpired(): Promise<number> {
     return callStore(this.dialect, "purgeExpired", undefined, () =>
       purgeInBatches(PURGE_BATCH, async () => {
-        const removed = await this.session.purgeBatch();
+        const removed = await this.statement(() => this.session.purgeBatch());
         return { found: removed, deleted: removed };
+      }),
+    );
+  }
+
+  /**
+   * Begin a transaction, run `body` with it, then run the dialect's fenced complete in that
+   * same transaction and commit: the body's writes and DONE land together. A stale fence
+   * rolls back (`completed: false`); a body that throws rolls back and rejects with its own
+   * error; a failed BEGIN (retried while busy), complete or COMMIT rolls back and rejects
+   * with a {@link BackendError}. {@link lockInTransaction} calls it; you rarely do.
+   *
+   * The transaction: on a pg or mysql2 Pool, BEGIN … COMMIT on a connection checked out for
+   * it (given back after, discarded when a failure may have broken it); on a better-sqlite3
+   * Database, BEGIN IMMEDIATE … COMMIT on that one connection. On one connection (SQLite,
+   * a pg Client, a mysql2 Connection) every statement joins whatever transaction is open, so
+   * this lock's transactions run one at a time there, and its other calls (from any SqlLock
+   * on that connection) wait until the open one ends: an async body never shares the
+   * connection with another body or claim. Your own statements on that connection are
+   * yours to keep out; and a body must not await another lock call on it, or it waits for
+   * itself. Write through `tx` only, and let a failed statement's error propagate.
+   *
+   * @example
+   * ```ts
+   * import Database from "better-sqlite3";
+   * import { lockInTransaction } from "gcp-pubsub-idempotency";
+   * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+   *
+   * const db = new Database("app.db");
+   * const backend = new SqlLock({ client: db });
+   * await backend.ensureSchema();
+   * db.exec("CREATE TABLE IF NOT EXISTS orders (po TEXT, total INTEGER)");
+   * await lockInTransaction("orders:4711", { backend }, async (tx) => {
+   *   tx.prepare("INSERT INTO orders (po, total) VALUES (?, ?)").run("4711", 99);
+   * });
+   * ```
+   */
+  async completeInTransaction<T>(
+    claim: Claim,
+    body: (tx: SqlTransaction<C>) => Promise<T>,
+  ): Promise<TransactionCompletion<T>> {
+    assertValidKey(claim.key);
+    const { key, fencingId } = claim;
+    return callStoreWithBody(this.dialect, "completeInTransaction", key, body, (watched) =>
+      this.transaction(async () => {
+        // Busy or deadlocked before anything ran: safe to try again.
+        const open = await withRetry(CLAIM_RETRY, this.isTransient, () => this.session.begin());
+        let value: T;
+        try {
+          value = await watched(open.tx as SqlTransaction<C>);
+        } catch (error) {
+          await abandon(open);
+          throw error;
+        }
+        try {
+          const completed = await open.complete(key, fencingId, this.ttlMs);
+          // Fenced out: the reclaimer's run counts, so none of this one's writes may land.
+          if (completed) await open.commit();
+          else await open.rollback();
+          open.end();
+          return { completed, value };
+        } catch (error) {
+          await abandon(open);
+          throw error;
+        }
       }),
     );
   }
@@ -257,10 +408,33 @@ export class SqlLock implements LockBackend {
     return { status: "held", leaseExpiresAt };
   }
 
+  /** Run one verb's statements, outside any transaction open on a single connection. */
+  private statement<R>(run: () => Promise<R>): Promise<R> {
+    return this.gate === undefined ? run() : this.gate.statement(run);
+  }
+
+  /** Run a transaction; on a single connection, alone on it. */
+  private transaction<R>(run: () => Promise<R>): Promise<R> {
+    return this.gate === undefined ? run() : this.gate.transaction(run);
+  }
+
   private text(name: string): string {
     const text = this.sql[name];
     if (text === undefined) throw new Error(`no ${this.dialect} statement ${name}`);
     return text;
+  }
+}
+
+/**
+ * End a transaction that must not commit: roll back, then give the connection back, or have
+ * the pool discard it when even the rollback failed (the connection is likely broken).
+ */
+async function abandon(open: OpenTransaction): Promise<void> {
+  try {
+    await open.rollback();
+    open.end();
+  } catch (rollbackError) {
+    open.end(rollbackError);
   }
 }
 

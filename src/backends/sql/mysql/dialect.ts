@@ -1,8 +1,15 @@
 /**
  * The MySQL/MariaDB dialect (mysql2/promise): autocommit prepared statements; a claim is an
- * upsert then a read, complete and renew read back only when nothing changed.
+ * upsert then a read, complete and renew read back only when nothing changed. A transaction
+ * runs on a connection checked out of the Pool (or on the one Connection).
  */
-import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
+import {
+  beginOn,
+  type Dialect,
+  type DialectSession,
+  type SqlRow,
+  type Statements,
+} from "../dialect.js";
 import type { SqlClient } from "../index.js";
 import check from "./check.sql";
 import claim from "./claim.sql";
@@ -32,6 +39,43 @@ export interface MysqlQueryable {
   query(sql: string): Promise<[unknown, unknown]>;
 }
 
+/**
+ * The part of a mysql2/promise `PoolConnection` SqlLock uses for a transaction; the body of
+ * `lockInTransaction` gets the pool's own connection type.
+ *
+ * @example
+ * ```ts
+ * import mysql from "mysql2/promise";
+ * import type { MysqlPoolConnectionLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const connection: MysqlPoolConnectionLike = await mysql.createPool({}).getConnection();
+ * connection.release();
+ * ```
+ */
+export interface MysqlPoolConnectionLike extends MysqlQueryable {
+  /** Back to the pool. */
+  release(): void;
+  /** Close it instead, when a failure may have broken it. */
+  destroy?(): void;
+}
+
+/**
+ * The part of a mysql2/promise `Pool` SqlLock uses beyond {@link MysqlQueryable}:
+ * `getConnection()` checks out a connection for a transaction.
+ *
+ * @example
+ * ```ts
+ * import mysql from "mysql2/promise";
+ * import type { MysqlPoolLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const pool: MysqlPoolLike = mysql.createPool({ uri: "mysql://root@127.0.0.1:3306/app" });
+ * ```
+ */
+export interface MysqlPoolLike extends MysqlQueryable {
+  /** Check out a connection. */
+  getConnection(): Promise<MysqlPoolConnectionLike>;
+}
+
 type Value = string | number | Buffer;
 
 /** Keys go in as bytes: the VARBINARY column compares them byte for byte. */
@@ -51,42 +95,62 @@ export const mysql: Dialect = {
   },
   open(client: SqlClient, sql: Statements): DialectSession {
     const my = client as MysqlQueryable;
-    /** Runs a write; resolves to affectedRows. */
-    const write = async (name: string, values: Value[]): Promise<number> => {
-      const [result] = await my.execute(sql(name), values);
-      const affected = (result as { affectedRows?: unknown }).affectedRows;
-      return typeof affected === "number" ? affected : 0;
-    };
-    const read = async (name: string, values: Value[]): Promise<unknown[]> => {
-      const [rows] = await my.execute(sql(name), values);
-      return Array.isArray(rows) ? rows : [];
+    const pooled = typeof (my as Partial<MysqlPoolLike>).getConnection === "function";
+    /** The verbs on one queryable: the pool (or Connection), or a connection in a transaction. */
+    const verbsOn = (connection: MysqlQueryable) => {
+      /** Runs a write; resolves to affectedRows. */
+      const write = async (name: string, values: Value[]): Promise<number> => {
+        const [result] = await connection.execute(sql(name), values);
+        const affected = (result as { affectedRows?: unknown }).affectedRows;
+        return typeof affected === "number" ? affected : 0;
+      };
+      const read = async (name: string, values: Value[]): Promise<unknown[]> => {
+        const [rows] = await connection.execute(sql(name), values);
+        return Array.isArray(rows) ? rows : [];
+      };
+      return {
+        async claim(key: string, leaseMs: number, ttlMs: number, token: string) {
+          const k = bytes(key);
+          await write("claim", [k, leaseMs, leaseMs, ttlMs, token, leaseMs]);
+          return (await read("select", [k]))[0] as SqlRow | undefined;
+        },
+        async complete(key: string, fencingId: number, ttlMs: number) {
+          const k = bytes(key);
+          if ((await write("complete", [ttlMs, k, fencingId])) > 0) return true;
+          // Without FOUND_ROWS an unchanged (already done) row counts 0: a retried complete.
+          return (await read("check", [k, fencingId, "done"])).length > 0;
+        },
+        async release(key: string, fencingId: number, ttlMs: number) {
+          await write("release", [ttlMs, bytes(key), fencingId]);
+        },
+        async renew(key: string, fencingId: number, leaseMs: number, ttlMs: number) {
+          const k = bytes(key);
+          if ((await write("renew", [leaseMs, leaseMs, ttlMs, k, fencingId])) > 0) return true;
+          // A renewal within the same millisecond changes nothing; still a live claim.
+          return (await read("check", [k, fencingId, "claimed"])).length > 0;
+        },
+        purgeBatch: () => write("purge", []),
+      };
     };
     return {
+      ...verbsOn(my),
       async ensureSchema() {
         await my.query(sql("schema"));
       },
-      async claim(key, leaseMs, ttlMs, token) {
-        const k = bytes(key);
-        await write("claim", [k, leaseMs, leaseMs, ttlMs, token, leaseMs]);
-        return (await read("select", [k]))[0] as SqlRow | undefined;
-      },
-      async complete(key, fencingId, ttlMs) {
-        const k = bytes(key);
-        if ((await write("complete", [ttlMs, k, fencingId])) > 0) return true;
-        // Without FOUND_ROWS an unchanged (already done) row counts 0: a retried complete.
-        return (await read("check", [k, fencingId, "done"])).length > 0;
-      },
-      async release(key, fencingId, ttlMs) {
-        await write("release", [ttlMs, bytes(key), fencingId]);
-      },
-      async renew(key, fencingId, leaseMs, ttlMs) {
-        const k = bytes(key);
-        if ((await write("renew", [leaseMs, leaseMs, ttlMs, k, fencingId])) > 0) return true;
-        // A renewal within the same millisecond changes nothing; still a live claim.
-        return (await read("check", [k, fencingId, "claimed"])).length > 0;
-      },
-      purgeBatch: () => write("purge", []),
       close() {},
+      sharedConnection: !pooled,
+      async begin() {
+        const connection = pooled ? await (my as MysqlPoolLike).getConnection() : my;
+        const end = (broken?: unknown) => {
+          if (!pooled) return;
+          const checkedOut = connection as MysqlPoolConnectionLike;
+          if (broken !== undefined && typeof checkedOut.destroy === "function")
+            checkedOut.destroy();
+          else checkedOut.release();
+        };
+        const run = (text: string) => connection.query(text);
+        return beginOn(connection, run, "START TRANSACTION", verbsOn(connection).complete, end);
+      },
     };
   },
 };

@@ -1,8 +1,15 @@
 /**
- * The PostgreSQL dialect (pg; also AlloyDB): one named prepared statement per verb.
+ * The PostgreSQL dialect (pg; also AlloyDB): one named prepared statement per verb; a
+ * transaction on a connection checked out of the Pool (or on the one Client).
  */
 import { createHash } from "node:crypto";
-import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
+import {
+  beginOn,
+  type Dialect,
+  type DialectSession,
+  type SqlRow,
+  type Statements,
+} from "../dialect.js";
 import type { SqlClient } from "../index.js";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
@@ -26,7 +33,7 @@ import schema from "./schema.sql";
 export interface PgQueryable {
   /** Run one named prepared statement (every verb). */
   query(config: { name: string; text: string; values: unknown[] }): Promise<PgResultLike>;
-  /** Run plain SQL text (`ensureSchema`). */
+  /** Run plain SQL text (`ensureSchema`, and BEGIN / COMMIT / ROLLBACK). */
   query(text: string): Promise<unknown>;
 }
 /**
@@ -48,6 +55,54 @@ export interface PgResultLike {
   rowCount: number | null;
 }
 
+/**
+ * The part of a pg `PoolClient` (a connection checked out of a `Pool`) SqlLock uses for a
+ * transaction; the body of `lockInTransaction` gets the pool's own client type.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import type { PgPoolClientLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const client: PgPoolClientLike = await new pg.Pool().connect();
+ * client.release();
+ * ```
+ */
+export interface PgPoolClientLike extends PgQueryable {
+  /** Back to the pool; with an error (or true) the pool discards the connection. */
+  release(error?: Error | boolean): void;
+  /** pg emits `error` on a checked-out client whose connection dies between queries. */
+  on?(event: "error", listener: (error: Error) => void): unknown;
+  /** Removes that listener again before the client goes back to the pool. */
+  off?(event: "error", listener: (error: Error) => void): unknown;
+}
+
+/**
+ * The part of a pg `Pool` SqlLock uses beyond {@link PgQueryable}: `connect()` checks out a
+ * connection for a transaction. A pg `Client` (one connection) has no `totalCount`.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import type { PgPoolLike } from "gcp-pubsub-idempotency/sql";
+ *
+ * const pool: PgPoolLike = new pg.Pool({ max: 10 });
+ * console.log(pool.totalCount);
+ * ```
+ */
+export interface PgPoolLike extends PgQueryable {
+  /** Check out a connection. */
+  connect(): Promise<PgPoolClientLike>;
+  /** Connections open: its presence tells a pool from a single `Client`. */
+  readonly totalCount: number;
+}
+
+/** True for a pg Pool: each transaction then checks out a connection of its own. */
+function isPool(client: object): client is PgPoolLike {
+  const { connect, totalCount } = client as Partial<PgPoolLike>;
+  return typeof connect === "function" && typeof totalCount === "number";
+}
+
 export const postgres: Dialect = {
   name: "postgres",
   detectBy: ["query"],
@@ -62,42 +117,86 @@ export const postgres: Dialect = {
   },
   open(client: SqlClient, sql: Statements): DialectSession {
     const pg = client as PgQueryable;
+    const pooled = isPool(pg);
     const names = new Map<string, string>();
-    const run = (name: string, values: unknown[]): Promise<PgResultLike> => {
-      const text = sql(name);
-      let prepared = names.get(name);
-      if (prepared === undefined) {
+    const prepared = (name: string, text: string): string => {
+      let found = names.get(name);
+      if (found === undefined) {
         // A prepared statement's name is per connection: derive it from the text so two
         // SqlLocks on different tables never clash over one name.
-        prepared = `gpi_${name}_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
-        names.set(name, prepared);
+        found = `gpi_${name}_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
+        names.set(name, found);
       }
-      return pg.query({ name: prepared, text, values });
+      return found;
+    };
+    /** The verbs on one queryable: the pool (or Client), or a connection in a transaction. */
+    const verbsOn = (connection: PgQueryable) => {
+      const run = (name: string, values: unknown[]): Promise<PgResultLike> => {
+        const text = sql(name);
+        return connection.query({ name: prepared(name, text), text, values });
+      };
+      return {
+        async claim(key: string, leaseMs: number, ttlMs: number, token: string) {
+          const values = [key, leaseMs, ttlMs, token];
+          // Only a row deleted between the conflict and the update leaves RETURNING empty.
+          return ((await run("claim", values)).rows[0] ?? (await run("claim", values)).rows[0]) as
+            | SqlRow
+            | undefined;
+        },
+        async complete(key: string, fencingId: number, ttlMs: number) {
+          return (await run("complete", [key, fencingId, ttlMs])).rows.length > 0;
+        },
+        async release(key: string, fencingId: number, ttlMs: number) {
+          await run("release", [key, fencingId, ttlMs]);
+        },
+        async renew(key: string, fencingId: number, leaseMs: number, ttlMs: number) {
+          return (await run("renew", [key, fencingId, leaseMs, ttlMs])).rows.length > 0;
+        },
+        async purgeBatch() {
+          return (await run("purge", [])).rowCount ?? 0;
+        },
+      };
     };
     return {
+      ...verbsOn(pg),
       async ensureSchema() {
         await pg.query(sql("schema"));
       },
-      async claim(key, leaseMs, ttlMs, token) {
-        const values = [key, leaseMs, ttlMs, token];
-        // Only a row deleted between the conflict and the update leaves RETURNING empty.
-        return ((await run("claim", values)).rows[0] ?? (await run("claim", values)).rows[0]) as
-          | SqlRow
-          | undefined;
-      },
-      async complete(key, fencingId, ttlMs) {
-        return (await run("complete", [key, fencingId, ttlMs])).rows.length > 0;
-      },
-      async release(key, fencingId, ttlMs) {
-        await run("release", [key, fencingId, ttlMs]);
-      },
-      async renew(key, fencingId, leaseMs, ttlMs) {
-        return (await run("renew", [key, fencingId, leaseMs, ttlMs])).rows.length > 0;
-      },
-      async purgeBatch() {
-        return (await run("purge", [])).rowCount ?? 0;
-      },
       close() {},
+      sharedConnection: !pooled,
+      async begin() {
+        const connection = pooled ? await pg.connect() : pg;
+        // A checked-out client has no pool listener: an `error` event (the server ended the
+        // connection while the body ran) would be an uncaught exception. The next query fails
+        // anyway, and that failure is what the transaction reports.
+        const checkedOut = pooled ? (connection as PgPoolClientLike) : undefined;
+        checkedOut?.on?.("error", ignoreError);
+        const end = (broken?: unknown) => {
+          if (checkedOut === undefined) return;
+          checkedOut.off?.("error", ignoreError);
+          checkedOut.release(broken === undefined ? undefined : toError(broken));
+        };
+        const run = (text: string) => connection.query(text);
+        const open = await beginOn(connection, run, "BEGIN", verbsOn(connection).complete, end);
+        return {
+          ...open,
+          async commit() {
+            const result = (await run("COMMIT")) as { command?: unknown } | undefined;
+            // COMMIT of a transaction a failed statement aborted answers ROLLBACK, no error.
+            if (result?.command === "ROLLBACK") {
+              throw new Error(
+                "the transaction was aborted inside the body and rolled back at COMMIT",
+              );
+            }
+          },
+        };
+      },
     };
   },
 };
+
+function ignoreError(): void {}
+
+function toError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}

@@ -1,6 +1,7 @@
 /**
  * The SQLite dialect (better-sqlite3): statements prepared once per lock; a claim reads
- * first and writes only when no live record answers it.
+ * first and writes only when no live record answers it. A transaction is BEGIN IMMEDIATE …
+ * COMMIT on the one connection.
  */
 import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
 import type { SqlClient } from "../index.js";
@@ -32,6 +33,11 @@ export interface SqliteDatabaseLike {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   /** True for an in-memory database, which keeps its own journal mode. */
   readonly memory?: boolean;
+  /**
+   * True while a transaction is open: checked before the fenced complete, so one the body
+   * ended (a COMMIT or ROLLBACK of its own) never lets DONE land alone.
+   */
+  readonly inTransaction?: boolean;
 }
 /**
  * The part of a better-sqlite3 `Statement` SqlLock uses.
@@ -82,15 +88,18 @@ export const sqlite: Dialect = {
       }
       ready = true;
     };
-    const statement = (name: string): SqliteStatementLike => {
+    /** A statement prepared once: a template by name, or (`literal`) the text itself. */
+    const statement = (name: string, literal = false): SqliteStatementLike => {
       prepareConnection();
       let prepared = statements.get(name);
       if (prepared === undefined) {
-        prepared = db.prepare(sql(name));
+        prepared = db.prepare(literal ? name : sql(name));
         statements.set(name, prepared);
       }
       return prepared;
     };
+    const complete = async (key: string, fence: number, ttl: number): Promise<boolean> =>
+      statement("complete").run({ key, fence, ttl }).changes > 0;
     return {
       async ensureSchema() {
         // WAL lets several processes share the file; an in-memory database has no journal.
@@ -102,9 +111,7 @@ export const sqlite: Dialect = {
         return (statement("peek").get({ key }) ??
           statement("claim").get({ key, lease, ttl, token })) as SqlRow | undefined;
       },
-      async complete(key, fence, ttl) {
-        return statement("complete").run({ key, fence, ttl }).changes > 0;
-      },
+      complete,
       async release(key, fence, ttl) {
         statement("release").run({ key, fence, ttl });
       },
@@ -116,6 +123,31 @@ export const sqlite: Dialect = {
       },
       close() {
         statements.clear();
+      },
+      // One connection: SqlLock keeps its statements out while a transaction is open.
+      sharedConnection: true,
+      async begin() {
+        // IMMEDIATE takes the write lock now (waiting out busy_timeout), so no write of the
+        // body can meet SQLITE_BUSY_SNAPSHOT halfway through.
+        statement("BEGIN IMMEDIATE", true).run();
+        return {
+          tx: db,
+          async complete(key, fence, ttl) {
+            if (db.inTransaction === false) {
+              throw new Error(
+                "the transaction ended inside the body (its own COMMIT or ROLLBACK, or an error that rolled it back)",
+              );
+            }
+            return complete(key, fence, ttl);
+          },
+          async commit() {
+            statement("COMMIT", true).run();
+          },
+          async rollback() {
+            if (db.inTransaction !== false) statement("ROLLBACK", true).run();
+          },
+          end() {},
+        };
       },
     };
   },

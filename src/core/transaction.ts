@@ -1,0 +1,232 @@
+// lockInTransaction: DONE committed in the same store transaction as the body's own writes, so
+// a crash, a thrown body or a fenced-out zombie lands neither. The claim is lock()'s own.
+import { Duplicate, InProgress } from "./errors.js";
+import { type ResolvedLockOptions, resolveLockOptions, transactionalBackend } from "./options.js";
+import type { Claim, LockBackend, LockOptions } from "./types.js";
+import { assertFunction, assertValidKey } from "./validate.js";
+import { claimWithin, releaseAfterFailure, watchClaim } from "./verbs.js";
+
+/**
+ * What {@link TransactionalLockBackend.completeInTransaction} resolves to.
+ *
+ * @example
+ * ```ts
+ * import type { TransactionCompletion } from "gcp-pubsub-idempotency";
+ *
+ * const rolledBack: TransactionCompletion<string> = { completed: false, value: "order-7" };
+ * if (!rolledBack.completed) console.warn("fenced out: nothing of", rolledBack.value, "landed");
+ * ```
+ */
+export interface TransactionCompletion<T> {
+  /**
+   * True: DONE was committed together with the body's writes. False: the fence was stale
+   * (another delivery reclaimed the key) and the transaction was rolled back; nothing landed.
+   */
+  readonly completed: boolean;
+  /** What the body returned (its last run, on a store that may run it more than once). */
+  readonly value: T;
+}
+
+/**
+ * A {@link LockBackend} that can complete a claim inside a transaction of its store, together
+ * with the caller's own writes: what {@link lockInTransaction} needs. `Tx` is the store's own
+ * transaction handle (a pg `PoolClient`, a Firestore `Transaction`, …). SqlLock, DatastoreLock
+ * and FirestoreLock implement it; implement it to offer the same on your own store, and run
+ * the contract suite with a `transactional` adapter to check it.
+ *
+ * @example
+ * ```ts
+ * import type { Claim, TransactionalLockBackend, TransactionCompletion } from "gcp-pubsub-idempotency";
+ *
+ * interface MyTx { put(table: string, row: object): void }
+ * declare const base: Omit<TransactionalLockBackend<MyTx>, "completeInTransaction">;
+ * declare function inMyStore<T>(run: (tx: MyTx) => Promise<T>): Promise<T>;
+ * declare function completeIn(tx: MyTx, claim: Claim): Promise<boolean>;
+ *
+ * const backend: TransactionalLockBackend<MyTx> = {
+ *   ...base,
+ *   async completeInTransaction<T>(claim: Claim, body: (tx: MyTx) => Promise<T>) {
+ *     let outcome: TransactionCompletion<T> | undefined;
+ *     // A real backend rolls back when completeIn answers false (fenced out).
+ *     await inMyStore(async (tx) => {
+ *       const value = await body(tx);
+ *       outcome = { completed: await completeIn(tx, claim), value };
+ *     });
+ *     return outcome!;
+ *   },
+ * };
+ * ```
+ */
+export interface TransactionalLockBackend<Tx> extends LockBackend {
+  /**
+   * Open a transaction, run `body` with its handle, then in that same transaction complete
+   * `claim` (claimed → done only while the fence matches) and commit: the body's writes and
+   * DONE land together. A stale fence rolls back and resolves `completed: false`. A body that
+   * throws rolls back and rejects with its error as thrown; a failed begin, complete or commit
+   * rolls back and rejects (a `BackendError`). It never releases the claim: the verb does.
+   */
+  completeInTransaction<T>(
+    claim: Claim,
+    body: (tx: Tx) => Promise<T>,
+  ): Promise<TransactionCompletion<T>>;
+}
+
+/**
+ * The transaction handle a backend hands to {@link lockInTransaction}'s body: `TransactionOf<typeof backend>`.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import type { TransactionOf } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const backend = new SqlLock({ client: new pg.Pool() });
+ * async function insertOrder(tx: TransactionOf<typeof backend>, id: string): Promise<void> {
+ *   await tx.query("INSERT INTO orders (id) VALUES ($1)", [id]); // tx is a pg PoolClient
+ * }
+ * ```
+ */
+export type TransactionOf<B> = B extends TransactionalLockBackend<infer Tx> ? Tx : never;
+
+/**
+ * Options of {@link lockInTransaction}: those of {@link LockOptions}, with a backend that
+ * offers transactions (SqlLock, DatastoreLock, FirestoreLock, or your own
+ * {@link TransactionalLockBackend}).
+ *
+ * @example
+ * ```ts
+ * import Database from "better-sqlite3";
+ * import type { TransactionalLockOptions } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const options: TransactionalLockOptions<Database.Database> = {
+ *   backend: new SqlLock({ client: new Database("app.db") }),
+ *   leaseMs: 60_000,
+ * };
+ * ```
+ */
+export interface TransactionalLockOptions<Tx> extends LockOptions {
+  /** A backend with `completeInTransaction`; any other is refused before any I/O. */
+  backend: TransactionalLockBackend<Tx>;
+}
+
+/**
+ * The body of {@link lockInTransaction}: the store's transaction handle, the claim, and a
+ * signal aborted when a heartbeat finds the key taken over. Write through `tx` only, and let
+ * any error of a statement propagate: a body that swallows one may leave the transaction
+ * broken or ended.
+ *
+ * @example
+ * ```ts
+ * import type pg from "pg";
+ * import type { TransactionalBody } from "gcp-pubsub-idempotency";
+ *
+ * const insertOrder: TransactionalBody<pg.PoolClient, void> = async (tx, claim) => {
+ *   await tx.query("INSERT INTO orders (message_id) VALUES ($1)", [claim.key]);
+ * };
+ * ```
+ */
+export type TransactionalBody<Tx, T> = (
+  tx: Tx,
+  claim: Claim,
+  signal: AbortSignal,
+) => T | Promise<T>;
+
+/**
+ * Run `body` at most once per `key`, and commit its writes in the same store transaction as
+ * the key's DONE: both land, or neither does. Claim as {@link lock} does (a short commit of
+ * its own, so contention shows at once); then open a transaction, call `body(tx, claim,
+ * signal)`, and in that transaction complete the claim only while its fence still matches.
+ *
+ * - A duplicate rejects with {@link Duplicate}, a held key with {@link InProgress}, as lock();
+ *   neither opens a transaction.
+ * - The body throws: rolled back, the claim released, the error propagates (nack).
+ * - The commit fails (lost connection, serialization failure, a constraint the body broke):
+ *   nothing landed; the claim is released and the call rejects with a `BackendError` (nack).
+ *   Unlike lock(), a redelivery here repeats nothing.
+ * - Fenced out (the lease lapsed and another delivery reclaimed the key): rolled back, logged
+ *   with `alert: true`, and resolved with the body's value, as lock() resolves a fenced-out
+ *   run; none of the body's writes landed, and the reclaimer's run is the one that counts.
+ *
+ * Rejects with {@link InvalidKey} or {@link InvalidConfiguration} before any I/O, the latter
+ * also for a backend without transactions (RedisLock, InMemoryLock). Firestore and Datastore
+ * may run the body more than once, as they do any transaction function: keep it free of
+ * effects outside `tx`.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { Duplicate, lockInTransaction } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const backend = new SqlLock({ client: pool, table: "app.idempotency_records" });
+ * await lockInTransaction("orders:4711", { backend }, async (tx) => {
+ *   // A plain insert: no unique constraint needed, no Idempotency-Key at the sink.
+ *   await tx.query("INSERT INTO app.orders (po, total) VALUES ($1, $2)", ["4711", 99]);
+ * }).catch((error) => {
+ *   if (!(error instanceof Duplicate)) throw error;
+ * });
+ * ```
+ */
+export async function lockInTransaction<Tx, T>(
+  key: string,
+  options: TransactionalLockOptions<Tx>,
+  body: TransactionalBody<Tx, T>,
+): Promise<T> {
+  assertValidKey(key);
+  const where = "lockInTransaction()";
+  const r = resolveLockOptions(where, options);
+  const backend = transactionalBackend<Tx>(where, r.backend);
+  assertFunction(where, "body", body);
+  return runInTransaction(key, r, backend, body);
+}
+
+/**
+ * lockInTransaction after validation: `r` resolved once (per call by the verb, once per
+ * function by the surfaces), `backend` is `r.backend` checked to offer transactions.
+ */
+export async function runInTransaction<Tx, T>(
+  key: string,
+  r: ResolvedLockOptions,
+  backend: TransactionalLockBackend<Tx>,
+  body: TransactionalBody<Tx, T>,
+): Promise<T> {
+  const outcome = await claimWithin(r, key);
+  if (outcome.status === "done") throw new Duplicate(key);
+  if (outcome.status === "held") throw new InProgress(key, outcome.leaseExpiresAt);
+
+  const { claim } = outcome;
+  const { controller, stopHeartbeat } = watchClaim(r, claim, body.length >= 3);
+
+  let completion: TransactionCompletion<T>;
+  try {
+    completion = await backend.completeInTransaction(claim, async (tx) => {
+      try {
+        return await body(tx, claim, controller.signal);
+      } finally {
+        // Before the fenced complete: a renewal queued behind the transaction (one SQLite
+        // connection) must find the heartbeat stopped, not report the finished key as lost.
+        stopHeartbeat();
+      }
+    });
+  } catch (error) {
+    stopHeartbeat();
+    // Nothing landed, neither the body's writes nor DONE: free the key for the redelivery.
+    await releaseAfterFailure(r, claim, error);
+    throw error;
+  }
+  if (!completion.completed) {
+    r.logger.error(
+      "fenced out: the body outran its lease and another delivery reclaimed the key; its transaction was rolled back and the reclaimer's run is the one that counts — lengthen the lease or turn on heartbeat",
+      {
+        key: claim.key,
+        fencingId: claim.fencingId,
+        outcome: "fenced_out",
+        rolledBack: true,
+        alert: true,
+      },
+    );
+  }
+  return completion.value;
+}

@@ -28,12 +28,15 @@ export { jsonLogger } from "./core/logger.js";
 export type {
   Claim,
   ClaimOutcome,
+  ForceReleaseOutcome,
   GuardedBody,
   HeartbeatOptions,
+  InspectedRecord,
   LockBackend,
   LockOptions,
   LogFields,
   Logger,
+  PurgeOptions,
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs.js";

@@ -45,7 +45,7 @@ export function resolveLockOptions(where: string, options: unknown): ResolvedLoc
 }
 
 const REQUIRED_METHODS = ["claim", "complete", "release"] as const;
-const OPTIONAL_METHODS = ["renew", "purgeExpired", "close"] as const;
+const OPTIONAL_METHODS = ["renew", "purgeExpired", "close", "inspect", "forceRelease"] as const;
 
 function backendOption(where: string, value: unknown): LockBackend {
   const what = `${where} options.backend`;

@@ -5,7 +5,14 @@
  */
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError, InvalidConfiguration } from "../../core/errors.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+} from "../../core/types.js";
 import { stringOption } from "../../core/validate.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { GoogleRecords } from "../shared/google-records.js";
@@ -163,8 +170,8 @@ export class DatastoreLock implements LockBackend {
    * Delete records past `expiresAt`, for stores without a TTL policy. Each batch is re-read
    * in a transaction, so a record reclaimed since the query is left alone.
    */
-  purgeExpired(): Promise<number> {
-    return this.records.purgeExpired();
+  purgeExpired(options?: PurgeOptions): Promise<number> {
+    return this.records.purgeExpired(options);
   }
 
   /**
@@ -173,5 +180,17 @@ export class DatastoreLock implements LockBackend {
    */
   close(): Promise<void> {
     return this.records.close();
+  }
+
+  // Operator calls (the CLI's inspect and release), in this process's clock.
+
+  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
+  inspect(key: string): Promise<InspectedRecord | undefined> {
+    return this.records.inspect(key);
+  }
+
+  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
+  forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    return this.records.forceRelease(key, fencingId);
   }
 }

@@ -2,11 +2,12 @@
  * The MySQL/MariaDB dialect (mysql2/promise): autocommit prepared statements; a claim is an
  * upsert then a read, complete and renew read back only when nothing changed.
  */
-import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
+import type { Dialect, DialectSession, SqlInspectRow, SqlRow, Statements } from "../dialect.js";
 import type { SqlClient } from "../index.js";
 import check from "./check.sql";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
+import inspect from "./inspect.sql";
 import purge from "./purge.sql";
 import release from "./release.sql";
 import renew from "./renew.sql";
@@ -44,7 +45,7 @@ export const mysql: Dialect = {
   needsHint: " (use mysql2/promise, not the callback API)",
   schemaQualified: false,
   quote: (identifier) => `\`${identifier}\``,
-  templates: { schema, claim, select, check, complete, release, renew, purge },
+  templates: { schema, claim, select, check, complete, release, renew, purge, inspect },
   isTransient(error) {
     const { errno } = error as { errno?: unknown };
     return errno === 1213 || errno === 1205;
@@ -87,6 +88,13 @@ export const mysql: Dialect = {
       },
       purgeBatch: () => write("purge", []),
       close() {},
+      // Operator calls (the CLI's inspect and release).
+      async inspect(key) {
+        return (await read("inspect", [bytes(key)]))[0] as SqlInspectRow;
+      },
+      async forceRelease(key, fencingId, ttlMs) {
+        return (await write("release", [ttlMs, bytes(key), fencingId])) > 0;
+      },
     };
   },
 };

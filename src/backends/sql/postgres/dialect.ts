@@ -2,10 +2,11 @@
  * The PostgreSQL dialect (pg; also AlloyDB): one named prepared statement per verb.
  */
 import { createHash } from "node:crypto";
-import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
+import type { Dialect, DialectSession, SqlInspectRow, SqlRow, Statements } from "../dialect.js";
 import type { SqlClient } from "../index.js";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
+import inspect from "./inspect.sql";
 import purge from "./purge.sql";
 import release from "./release.sql";
 import renew from "./renew.sql";
@@ -55,7 +56,7 @@ export const postgres: Dialect = {
   needsHint: "",
   schemaQualified: true,
   quote: (identifier) => `"${identifier}"`,
-  templates: { schema, claim, complete, release, renew, purge },
+  templates: { schema, claim, complete, release, renew, purge, inspect },
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return code === "40001" || code === "40P01";
@@ -98,6 +99,13 @@ export const postgres: Dialect = {
         return (await run("purge", [])).rowCount ?? 0;
       },
       close() {},
+      // Operator calls (the CLI's inspect and release).
+      async inspect(key) {
+        return (await run("inspect", [key])).rows[0] as unknown as SqlInspectRow;
+      },
+      async forceRelease(key, fencingId, ttlMs) {
+        return ((await run("release", [key, fencingId, ttlMs])).rowCount ?? 0) > 0;
+      },
     };
   },
 };

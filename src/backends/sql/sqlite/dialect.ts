@@ -2,10 +2,11 @@
  * The SQLite dialect (better-sqlite3): statements prepared once per lock; a claim reads
  * first and writes only when no live record answers it.
  */
-import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
+import type { Dialect, DialectSession, SqlInspectRow, SqlRow, Statements } from "../dialect.js";
 import type { SqlClient } from "../index.js";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
+import inspect from "./inspect.sql";
 import peek from "./peek.sql";
 import purge from "./purge.sql";
 import release from "./release.sql";
@@ -65,7 +66,7 @@ export const sqlite: Dialect = {
   needsHint: "",
   schemaQualified: false,
   quote: (identifier) => `"${identifier}"`,
-  templates: { schema, peek, claim, complete, release, renew, purge },
+  templates: { schema, peek, claim, complete, release, renew, purge, inspect },
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return typeof code === "string" && code.startsWith("SQLITE_BUSY");
@@ -116,6 +117,13 @@ export const sqlite: Dialect = {
       },
       close() {
         statements.clear();
+      },
+      // Operator calls (the CLI's inspect and release).
+      async inspect(key) {
+        return statement("inspect").get({ key }) as SqlInspectRow;
+      },
+      async forceRelease(key, fence, ttl) {
+        return statement("release").run({ key, fence, ttl }).changes > 0;
       },
     };
   },

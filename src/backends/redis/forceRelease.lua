@@ -23,7 +23,7 @@
     {'done', fencingId}           a done record: left alone
     {'absent', 0}                 no record
 
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses now_ms() and end_lease() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -43,10 +43,5 @@ if current ~= fencingId then
   return {'changed', current}
 end
 
-local expiresAt = now + ttlMs
-redis.call('HSET', key,
-  'fencingId', int(fencingId + 1),
-  'leaseExpiresAt', int(now),
-  'expiresAt', int(expiresAt))
-redis.call('PEXPIREAT', key, int(expiresAt))
+end_lease(key, fencingId, now, ttlMs)
 return {'released', fencingId + 1}

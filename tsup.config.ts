@@ -10,6 +10,8 @@ export default defineConfig({
     "datastore/index": "src/backends/datastore/index.ts",
     "sql/index": "src/backends/sql/index.ts",
     "redis/index": "src/backends/redis/index.ts",
+    // The bin (package.json "bin" points at the ESM build); no export condition names it.
+    "cli/bin": "src/cli/bin.ts",
   },
   format: ["esm", "cjs"],
   dts: true,

@@ -36,12 +36,15 @@ export {
 export type {
   Claim,
   ClaimOutcome,
+  ForceReleaseOutcome,
   GuardedBody,
   HeartbeatOptions,
+  InspectedRecord,
   LockBackend,
   LockOptions,
   LogFields,
   Logger,
+  PurgeOptions,
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs.js";

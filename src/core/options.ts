@@ -46,7 +46,14 @@ export function resolveLockOptions(where: string, options: unknown): ResolvedLoc
 }
 
 const REQUIRED_METHODS = ["claim", "complete", "release"] as const;
-const OPTIONAL_METHODS = ["renew", "purgeExpired", "close", "completeInTransaction"] as const;
+const OPTIONAL_METHODS = [
+  "renew",
+  "purgeExpired",
+  "close",
+  "completeInTransaction",
+  "inspect",
+  "forceRelease",
+] as const;
 
 function backendOption(where: string, value: unknown): LockBackend {
   if (value === null || typeof value !== "object") throw notABackend(where, value);

@@ -5,7 +5,7 @@
  * keep only their I/O around these; RedisLock's Lua scripts and SqlLock's statements encode
  * the same rows in their own language and name them, with these row names, in their headers.
  */
-import type { Claim, ClaimOutcome } from "./types.js";
+import type { Claim, ClaimOutcome, ForceReleaseOutcome, InspectedRecord } from "./types.js";
 
 /** One record per key, as every store keeps it; times are epoch ms in the backend's clock. */
 export interface LockRecord {
@@ -35,7 +35,13 @@ export type TransitionRow =
   | "renew.claimed"
   | "renew.fenced"
   | "purge.expired"
-  | "purge.kept";
+  | "purge.kept"
+  | "inspect.found"
+  | "inspect.absent"
+  | "forceRelease.claimed"
+  | "forceRelease.changed"
+  | "forceRelease.done"
+  | "forceRelease.absent";
 
 /** What one call does to one record: the row that applied, the answer, and what to store. */
 export interface Transition<A, W = LockRecord> {
@@ -152,6 +158,56 @@ export function purgeTransition(
 ): Transition<boolean, "delete"> {
   if (record === undefined || now < record.expiresAt) return { row: "purge.kept", answer: false };
   return { row: "purge.expired", answer: true, write: "delete" };
+}
+
+// --- Operator calls (the CLI's inspect and release) ----------------------------------------
+
+/** Inspect: the record as stored (even past its expiry, if not deleted yet) and the time. */
+export function inspectTransition(
+  record: LockRecord | undefined,
+  now: number,
+  key: string,
+): Transition<InspectedRecord | undefined> {
+  if (record === undefined) return { row: "inspect.absent", answer: undefined };
+  const { state, fencingId, leaseExpiresAt, expiresAt } = record;
+  return {
+    row: "inspect.found",
+    answer: { key, state, fencingId, leaseExpiresAt, expiresAt, now },
+  };
+}
+
+/** A force-release of the claim of `key` an operator saw at `fencingId`. */
+export interface ForceReleaseCall {
+  readonly fencingId: number;
+  readonly ttlMs: number;
+}
+
+/**
+ * Force-release: what `release` does for its holder, done by an operator for a stuck claim (a
+ * holder that hangs, or a lease far longer than the crash it outlived). Guarded by the fence the
+ * operator saw, so a claim that moved on since is left alone; a done record is never touched.
+ */
+export function forceReleaseTransition(
+  record: LockRecord | undefined,
+  now: number,
+  call: ForceReleaseCall,
+): Transition<ForceReleaseOutcome> {
+  if (record === undefined || now >= record.expiresAt) {
+    return { row: "forceRelease.absent", answer: { status: "absent" } };
+  }
+  if (record.state === "done") return { row: "forceRelease.done", answer: { status: "done" } };
+  if (record.fencingId !== call.fencingId) {
+    return {
+      row: "forceRelease.changed",
+      answer: { status: "changed", fencingId: record.fencingId },
+    };
+  }
+  const fencingId = record.fencingId + 1;
+  return {
+    row: "forceRelease.claimed",
+    answer: { status: "released", fencingId },
+    write: { ...record, fencingId, leaseExpiresAt: now, expiresAt: now + call.ttlMs },
+  };
 }
 
 /**

@@ -74,11 +74,113 @@ export interface LockBackend {
   release(claim: Claim): Promise<void>;
   /** Optional: extend a claim whose fence still matches. False when fenced out. */
   renew?(claim: Claim, leaseMs: number): Promise<boolean>;
-  /** Optional: delete records past their expiry; resolves to how many were removed. */
-  purgeExpired?(): Promise<number>;
+  /**
+   * Optional: delete records past their expiry; resolves to how many were removed. A backend
+   * that deletes in batches reports the running count to `options.onProgress` after each.
+   */
+  purgeExpired?(options?: PurgeOptions): Promise<number>;
   /** Optional: free what the backend itself owns. A client you passed in stays open. */
   close?(): Promise<void>;
+
+  // Operator calls, for the CLI (`gcp-pubsub-idempotency inspect | release`) and tools like it.
+  /**
+   * Optional: read the record of `key` as stored, with the store's time of the read; undefined
+   * when there is none. A record past its `expiresAt` that the store has not deleted yet is
+   * returned as it is (it answers every call as if absent).
+   */
+  inspect?(key: string): Promise<InspectedRecord | undefined>;
+  /**
+   * Optional: free a stuck claim of `key` whose fence is still `fencingId` (the one the operator
+   * saw): the fence rises and the lease ends now, so the next claim wins at `fencingId + 2` and
+   * the old holder, should it still run, is fenced out. Never touches a done record.
+   */
+  forceRelease?(key: string, fencingId: number): Promise<ForceReleaseOutcome>;
 }
+
+/**
+ * Options of {@link LockBackend.purgeExpired}.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, type PurgeOptions } from "gcp-pubsub-idempotency";
+ *
+ * const options: PurgeOptions = { onProgress: (deleted) => console.log(`${deleted} deleted`) };
+ * const removed = await new InMemoryLock().purgeExpired(options);
+ * ```
+ */
+export interface PurgeOptions {
+  /** Called with the number of records deleted so far, after each batch. */
+  onProgress?(deleted: number): void;
+}
+
+/**
+ * One record as {@link LockBackend.inspect} reads it. Every time is epoch ms in the store's own
+ * clock (Redis `TIME`, SQL `now()`; this process's clock for Datastore and Firestore), `now`
+ * included: compare them with `now`, not with this machine's `Date.now()`.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, type InspectedRecord } from "gcp-pubsub-idempotency";
+ *
+ * const backend = new InMemoryLock();
+ * await backend.claim("orders:42", 30_000);
+ * const record: InspectedRecord | undefined = await backend.inspect("orders:42");
+ * if (record?.state === "claimed" && record.now < record.leaseExpiresAt) {
+ *   console.log(`held at fence ${record.fencingId} for ${record.leaseExpiresAt - record.now} ms`);
+ * }
+ * ```
+ */
+export interface InspectedRecord {
+  /** The idempotency key. */
+  readonly key: string;
+  /** `claimed` (a lease, live or lapsed) or `done`. */
+  readonly state: "claimed" | "done";
+  /** The record's current fence. */
+  readonly fencingId: number;
+  /** When the lease ends (claimed) or ended (done), epoch ms in the store's clock. */
+  readonly leaseExpiresAt: number;
+  /** The earliest moment the record may be deleted; from then on it counts as absent. */
+  readonly expiresAt: number;
+  /** The store's clock when the record was read, epoch ms. */
+  readonly now: number;
+}
+
+/**
+ * What {@link LockBackend.forceRelease} did: `released` (the record's new fence), or nothing,
+ * because the record is `done`, `absent` (or expired), or `changed`: its fence is no longer the
+ * one given (its holder released or completed it, or another claim won it since).
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, type ForceReleaseOutcome } from "gcp-pubsub-idempotency";
+ *
+ * const backend = new InMemoryLock();
+ * await backend.claim("orders:42", 30_000);
+ * const outcome: ForceReleaseOutcome = await backend.forceRelease("orders:42", 1);
+ * if (outcome.status === "released") console.log("next claim wins at", outcome.fencingId + 1);
+ * ```
+ */
+export type ForceReleaseOutcome =
+  | {
+      /** The claim was freed: its lease ended now and its fence rose. */
+      readonly status: "released";
+      /** The record's fence after the release. */
+      readonly fencingId: number;
+    }
+  | {
+      /** The record's fence is not the one given: left alone. */
+      readonly status: "changed";
+      /** The record's current fence. */
+      readonly fencingId: number;
+    }
+  | {
+      /** A done record is never released: its key stays a duplicate until its expiry. */
+      readonly status: "done";
+    }
+  | {
+      /** No record, or one past its expiry. */
+      readonly status: "absent";
+    };
 
 /**
  * Structured fields attached to a log line; the default logger merges them into the JSON.

@@ -60,6 +60,15 @@ function keyFlaw(key: string): string | undefined {
   return undefined;
 }
 
+/** A fencing id given to an operator call: a positive safe integer, as every store keeps it. */
+export function assertFencingId(fencingId: unknown): asserts fencingId is number {
+  if (typeof fencingId !== "number" || !Number.isSafeInteger(fencingId) || fencingId < 1) {
+    throw new InvalidConfiguration(
+      `a fencing id must be a positive whole number, got ${describe(fencingId)}`,
+    );
+  }
+}
+
 /** `name` must be a whole number of milliseconds in `[min, max]`. */
 function assertMs(name: string, value: unknown, min: number, max: number, what: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {

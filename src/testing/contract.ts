@@ -427,6 +427,88 @@ export function describeBackendContract<Tx>(
       });
     });
 
+    describe("operator calls: inspect and forceRelease (when the backend has them)", () => {
+      withBackend("inspect: an absent key → undefined", async (b) => {
+        if (!b.inspect) return;
+        expect(await b.inspect(freshKey("inspect-absent"))).toBe(undefined);
+      });
+
+      withBackend(
+        "inspect: a held key → claimed, its fence and lease, in the store's clock",
+        async (b) => {
+          if (!b.inspect) return;
+          const key = freshKey("inspect-held");
+          const claim = won(await b.claim(key, 60_000));
+          const record = await b.inspect(key);
+          expect(record).toMatchObject({
+            key,
+            state: "claimed",
+            fencingId: claim.fencingId,
+            leaseExpiresAt: claim.leaseExpiresAt,
+          });
+          const { now, expiresAt } = record as NonNullable<typeof record>;
+          expect(Number.isSafeInteger(now) && Number.isSafeInteger(expiresAt)).toBe(true);
+          expect(claim.leaseExpiresAt).toBeGreaterThan(now);
+          expect(expiresAt).toBeGreaterThan(claim.leaseExpiresAt);
+        },
+      );
+
+      withBackend("inspect: a done key → done, expiring after now", async (b) => {
+        if (!b.inspect) return;
+        const key = freshKey("inspect-done");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(await b.complete(claim)).toBe(true);
+        const record = await b.inspect(key);
+        expect(record).toMatchObject({ key, state: "done", fencingId: claim.fencingId });
+        const { now, expiresAt } = record as NonNullable<typeof record>;
+        expect(expiresAt).toBeGreaterThan(now);
+      });
+
+      withBackend(
+        "forceRelease at the held fence → released; the next claim wins at fence + 2 and the old holder is fenced out",
+        async (b) => {
+          if (!b.forceRelease) return;
+          const key = freshKey("force-release");
+          const stuck = won(await b.claim(key, 60_000));
+          expect(await b.forceRelease(key, stuck.fencingId)).toEqual({
+            status: "released",
+            fencingId: stuck.fencingId + 1,
+          });
+          const next = won(await b.claim(key, 60_000));
+          expect(next.fencingId).toBe(stuck.fencingId + 2);
+          expect(await b.complete(stuck)).toBe(false);
+          expect(await b.complete(next)).toBe(true);
+        },
+      );
+
+      withBackend("forceRelease with another fence → changed, the claim untouched", async (b) => {
+        if (!b.forceRelease) return;
+        const key = freshKey("force-release-changed");
+        const holder = won(await b.claim(key, 60_000));
+        expect(await b.forceRelease(key, holder.fencingId + 1)).toEqual({
+          status: "changed",
+          fencingId: holder.fencingId,
+        });
+        expect(await b.claim(key, 60_000)).toEqual({
+          status: "held",
+          leaseExpiresAt: holder.leaseExpiresAt,
+        });
+        expect(await b.complete(holder)).toBe(true);
+      });
+
+      withBackend("forceRelease never touches a done record, nor an absent one", async (b) => {
+        if (!b.forceRelease) return;
+        const key = freshKey("force-release-done");
+        const claim = won(await b.claim(key, leaseMs));
+        expect(await b.complete(claim)).toBe(true);
+        expect(await b.forceRelease(key, claim.fencingId)).toEqual({ status: "done" });
+        expect(await b.claim(key, leaseMs)).toEqual({ status: "done" });
+        expect(await b.forceRelease(freshKey("force-release-absent"), 1)).toEqual({
+          status: "absent",
+        });
+      });
+    });
+
     describe("scenarios", () => {
       withBackend("the fence only rises while the record exists", async (b) => {
         const key = freshKey("rising");
@@ -529,7 +611,11 @@ export function describeBackendContract<Tx>(
           expect(await b.complete(won(await b.claim(oldKey, leaseMs)))).toBe(true);
           await advance(ttlMs + slack);
           const live = won(await b.claim(liveKey, 60_000));
-          const removed = await b.purgeExpired();
+          const progress: number[] = [];
+          const removed = await b.purgeExpired({ onProgress: (deleted) => progress.push(deleted) });
+          // A backend that reports progress ends on the count it resolves to.
+          if (progress.length > 0) expect(progress.at(-1)).toBe(removed);
+          expect(progress).toEqual([...progress].sort((x, y) => x - y));
           // A store that also reaps on its own (Redis, a sweeping cache) may have nothing left.
           expect(Number.isSafeInteger(removed) && removed >= 0).toBe(true);
           // The purged key starts over at fence 1; the live one is untouched.

@@ -20,8 +20,15 @@ const table = readFileSync(join(root, "docs/state-machine.md"), "utf8")
   .map(([, from, calls, guard]) => ({ from, calls: calls?.split(" / "), guard }));
 
 describe("the Redis Lua scripts", () => {
-  it("are the four verbs, each with the prelude's helpers and none of its own", () => {
-    expect(verbs).toEqual(["claim.lua", "complete.lua", "release.lua", "renew.lua"]);
+  it("are the four verbs and the two operator calls, each with the prelude's helpers and none of its own", () => {
+    expect(verbs).toEqual([
+      "claim.lua",
+      "complete.lua",
+      "forceRelease.lua",
+      "inspect.lua",
+      "release.lua",
+      "renew.lua",
+    ]);
     const prelude = read("prelude.lua");
     expect(prelude).toMatch(/^local function int\(n\)$/m);
     expect(prelude).toMatch(/^local function now_ms\(\)$/m);

@@ -5,6 +5,8 @@ import { describe, expect, it } from "vitest";
 import {
   claimTransition,
   completeTransition,
+  forceReleaseTransition,
+  inspectTransition,
   type LockRecord,
   purgeTransition,
   releaseTransition,
@@ -183,6 +185,79 @@ describe("purge rows", () => {
       write: "delete",
     });
     expect(purgeTransition(undefined, NOW).row).toBe("purge.kept");
+  });
+});
+
+describe("operator rows: inspect and forceRelease", () => {
+  const force = (fencingId: number) => ({ fencingId, ttlMs: TTL });
+
+  it("inspect returns the record as stored with the time, or nothing, and writes nothing", () => {
+    expect({ ...inspectTransition(claimed, NOW, KEY) }).toEqual({
+      row: "inspect.found",
+      answer: {
+        key: KEY,
+        state: "claimed",
+        fencingId: 3,
+        leaseExpiresAt: claimed.leaseExpiresAt,
+        expiresAt: claimed.expiresAt,
+        now: NOW,
+      },
+    });
+    expect(inspectTransition(doneExpired, NOW, KEY).answer?.state).toBe("done");
+    expect({ ...inspectTransition(undefined, NOW, KEY) }).toEqual({
+      row: "inspect.absent",
+      answer: undefined,
+    });
+  });
+
+  it.each<[string, LockRecord | undefined, number, TransitionRow, object]>([
+    [
+      "a held claim at the operator's fence: lease ends now, fence + 1",
+      claimed,
+      3,
+      "forceRelease.claimed",
+      {
+        answer: { status: "released", fencingId: 4 },
+        write: { ...claimed, fencingId: 4, leaseExpiresAt: NOW, expiresAt: NOW + TTL },
+      },
+    ],
+    [
+      "a lapsed claim is freed the same way",
+      lapsed,
+      3,
+      "forceRelease.claimed",
+      {
+        answer: { status: "released", fencingId: 4 },
+        write: { ...lapsed, fencingId: 4, leaseExpiresAt: NOW, expiresAt: NOW + TTL },
+      },
+    ],
+    [
+      "a claim whose fence moved on is left alone",
+      claimed,
+      2,
+      "forceRelease.changed",
+      { answer: { status: "changed", fencingId: 3 } },
+    ],
+    [
+      "a done record is never touched",
+      done,
+      3,
+      "forceRelease.done",
+      { answer: { status: "done" } },
+    ],
+    ["no record", undefined, 1, "forceRelease.absent", { answer: { status: "absent" } }],
+    [
+      "a record past its expiry counts as absent",
+      { ...claimed, expiresAt: NOW },
+      3,
+      "forceRelease.absent",
+      { answer: { status: "absent" } },
+    ],
+  ])("forceRelease: %s", (_, record, fencingId, row, expected) => {
+    expect({ ...forceReleaseTransition(record, NOW, force(fencingId)) }).toEqual({
+      row,
+      ...expected,
+    });
   });
 });
 

@@ -10,7 +10,14 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/transaction.js";
-import type { Claim, ClaimOutcome } from "../../core/types.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+} from "../../core/types.js";
 import { stringOption } from "../../core/validate.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { GoogleRecords } from "../shared/google-records.js";
@@ -230,8 +237,8 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
    * Delete records past `expiresAt`, for stores without a TTL policy. Each batch is re-read
    * in a transaction, so a record reclaimed since the query is left alone.
    */
-  purgeExpired(): Promise<number> {
-    return this.records.purgeExpired();
+  purgeExpired(options?: PurgeOptions): Promise<number> {
+    return this.records.purgeExpired(options);
   }
 
   /**
@@ -240,5 +247,17 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
    */
   close(): Promise<void> {
     return this.records.close();
+  }
+
+  // Operator calls (the CLI's inspect and release), in this process's clock.
+
+  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
+  inspect(key: string): Promise<InspectedRecord | undefined> {
+    return this.records.inspect(key);
+  }
+
+  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
+  forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    return this.records.forceRelease(key, fencingId);
   }
 }

@@ -4,13 +4,23 @@ import {
   claimTransition,
   completeTransition,
   type Decide,
+  forceReleaseTransition,
+  inspectTransition,
   type LockRecord,
   purgeTransition,
   releaseTransition,
   renewTransition,
 } from "../../core/transitions.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+} from "../../core/types.js";
 import {
+  assertFencingId,
   assertPositiveMs,
   assertValidKey,
   describe,
@@ -140,7 +150,7 @@ export class InMemoryLock implements LockBackend {
     );
   }
 
-  async purgeExpired(): Promise<number> {
+  async purgeExpired(options?: PurgeOptions): Promise<number> {
     const now = this.now();
     let removed = 0;
     for (const [key, record] of this.records) {
@@ -149,7 +159,23 @@ export class InMemoryLock implements LockBackend {
         removed += 1;
       }
     }
+    options?.onProgress?.(removed);
     return removed;
+  }
+
+  // Operator calls (the CLI's inspect and release).
+
+  async inspect(key: string): Promise<InspectedRecord | undefined> {
+    assertValidKey(key);
+    return this.apply(key, (record, now) => inspectTransition(record, now, key));
+  }
+
+  async forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    assertValidKey(key);
+    assertFencingId(fencingId);
+    return this.apply(key, (record, now) =>
+      forceReleaseTransition(record, now, { fencingId, ttlMs: this.ttlMs }),
+    );
   }
 
   /** Forget every record. */

@@ -7,8 +7,15 @@
 import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../core/types.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+} from "../../core/types.js";
 import {
+  assertFencingId,
   assertPositiveMs,
   assertValidKey,
   describe,
@@ -26,6 +33,8 @@ import {
 } from "./adapter.js";
 import claimLua from "./claim.lua";
 import completeLua from "./complete.lua";
+import forceReleaseLua from "./forceRelease.lua";
+import inspectLua from "./inspect.lua";
 import preludeLua from "./prelude.lua";
 import releaseLua from "./release.lua";
 import renewLua from "./renew.lua";
@@ -88,6 +97,9 @@ const CLAIM = withPrelude(claimLua);
 const COMPLETE = withPrelude(completeLua);
 const RELEASE = withPrelude(releaseLua);
 const RENEW = withPrelude(renewLua);
+// Operator calls (the CLI's inspect and release).
+const INSPECT = withPrelude(inspectLua);
+const FORCE_RELEASE = withPrelude(forceReleaseLua);
 
 /**
  * Redis backend: one hash per key, each verb one Lua script (one EVALSHA round trip),
@@ -169,6 +181,43 @@ export class RedisLock implements LockBackend {
     return this.call("renew", claim.key, RENEW, args, (reply) =>
       Array.isArray(reply) ? flag(reply[0]) : undefined,
     );
+  }
+
+  // Operator calls (the CLI's inspect and release).
+
+  async inspect(key: string): Promise<InspectedRecord | undefined> {
+    assertValidKey(key);
+    // `call` reads undefined as a reply no script gives, so the answer travels in a box.
+    const { record } = await this.call<{ record: InspectedRecord | undefined }>(
+      "inspect",
+      key,
+      INSPECT,
+      [],
+      (reply) => {
+        if (!Array.isArray(reply)) return undefined;
+        const [now, state, fencingId, leaseExpiresAt, expiresAt] = reply as unknown[];
+        if (!isInt(now)) return undefined;
+        if (reply.length === 1) return { record: undefined };
+        if (state !== "claimed" && state !== "done") return undefined;
+        if (!isInt(fencingId) || !isInt(leaseExpiresAt) || !isInt(expiresAt)) return undefined;
+        return { record: { key, state, fencingId, leaseExpiresAt, expiresAt, now } };
+      },
+    );
+    return record;
+  }
+
+  async forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    assertValidKey(key);
+    assertFencingId(fencingId);
+    const args = [String(fencingId), String(this.ttlMs)];
+    return this.call("forceRelease", key, FORCE_RELEASE, args, (reply) => {
+      if (!Array.isArray(reply) || reply.length !== 2) return undefined;
+      const [status, fence] = reply as unknown[];
+      if (!isInt(fence)) return undefined;
+      if (status === "released" || status === "changed") return { status, fencingId: fence };
+      if (status === "done" || status === "absent") return { status };
+      return undefined;
+    });
   }
 
   /**

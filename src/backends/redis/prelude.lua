@@ -1,8 +1,9 @@
 -- prelude: the helpers every RedisLock script shares. index.ts prepends this file to claim.lua,
--- complete.lua, release.lua and renew.lua once, at module load; the SHA sent with EVALSHA is the
--- SHA of that assembled text, so the four scripts stay self-contained on the server.
+-- complete.lua, release.lua and renew.lua (and the operator calls inspect.lua and
+-- forceRelease.lua) once, at module load; the SHA sent with EVALSHA is the SHA of that
+-- assembled text, so each script stays self-contained on the server.
 --
--- Defines (as locals of the script's chunk: 3 of Lua's 200, no globals)
+-- Defines (as locals of the script's chunk: 4 of Lua's 200, no globals)
 --   int(n)    n as a plain integer string ('%.0f'); tostring() switches to exponent form above
 --             1e14. Lua numbers are doubles: every fence and epoch-ms time stays below 2^53.
 --   now_ms()  the server's clock in epoch ms, from TIME: seconds * 1000 + floor(µs / 1000), so
@@ -11,6 +12,9 @@
 --             the record's state ('claimed' or 'done') when it exists, carries this fence and
 --             is not past its expiresAt; nil otherwise. The guard every fenced call shares:
 --             a stale fence or an expired record is never changed.
+--   end_lease(key, fencingId, now, ttlMs)
+--             the write of a release (release.lua, and an operator's forceRelease.lua): the
+--             fence rises past fencingId, the lease ends now, the record lives ttlMs more.
 --
 -- Also turns on effects replication first: Redis 3.2-4 refuse a write after TIME without it; a
 -- no-op since 5, and the check skips it wherever the function is gone.
@@ -32,4 +36,13 @@ local function fenced_state(key, fencingId, now)
     return nil
   end
   return r[1]
+end
+
+local function end_lease(key, fencingId, now, ttlMs)
+  local expiresAt = now + ttlMs
+  redis.call('HSET', key,
+    'fencingId', int(fencingId + 1),
+    'leaseExpiresAt', int(now),
+    'expiresAt', int(expiresAt))
+  redis.call('PEXPIREAT', key, int(expiresAt))
 end

@@ -18,7 +18,7 @@
     1  released
     0  no-op: no record, a stale fence, a done record, or a record past its expiry
 
-  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
+  Uses now_ms(), fenced_state() and end_lease() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -30,10 +30,5 @@ if fenced_state(key, fencingId, now) ~= 'claimed' then
   return 0
 end
 
-local expiresAt = now + ttlMs
-redis.call('HSET', key,
-  'fencingId', int(fencingId + 1),
-  'leaseExpiresAt', int(now),
-  'expiresAt', int(expiresAt))
-redis.call('PEXPIREAT', key, int(expiresAt))
+end_lease(key, fencingId, now, ttlMs)
 return 1

@@ -4,12 +4,20 @@ import {
   claimTransition,
   completeTransition,
   type Decide,
+  forceReleaseTransition,
+  inspectTransition,
   releaseTransition,
   renewTransition,
   unlessLapsed,
 } from "../../core/transitions.js";
-import type { Claim, ClaimOutcome } from "../../core/types.js";
-import { assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  PurgeOptions,
+} from "../../core/types.js";
+import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { isGoogleTransient, type LazyClient, newToken } from "./google.js";
 import { type PurgeBatch, purgeInBatches } from "./purge.js";
 import { callStore, callStoreWithBody } from "./store-call.js";
@@ -111,13 +119,31 @@ export class GoogleRecords<C, Tx> {
   }
 
   /** Batches until one comes back short; each batch (not the whole purge) is retried. */
-  purgeExpired(): Promise<number> {
+  purgeExpired(options?: PurgeOptions): Promise<number> {
     return callStore(this.io.backend, "purgeExpired", undefined, async () => {
       const client = await this.client.get();
-      return purgeInBatches(this.io.purgeBatchSize, () =>
-        this.io.purgeBatch(client, this.retrying),
+      return purgeInBatches(
+        this.io.purgeBatchSize,
+        () => this.io.purgeBatch(client, this.retrying),
+        options?.onProgress,
       );
     });
+  }
+
+  // Operator calls (the CLI's inspect and release): the same read-decide-write as every call.
+
+  async inspect(key: string): Promise<InspectedRecord | undefined> {
+    assertValidKey(key);
+    return this.update("inspect", key, (record, now) => inspectTransition(record, now, key));
+  }
+
+  async forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    assertValidKey(key);
+    assertFencingId(fencingId);
+    const call = { fencingId, ttlMs: this.ttlMs };
+    return this.update("forceRelease", key, (record, now) =>
+      forceReleaseTransition(record, now, call),
+    );
   }
 
   /** Frees the client if the lock made it; a given one stays open. */

@@ -41,6 +41,21 @@ export interface DialectSession {
   readonly sharedConnection: boolean;
   /** Begin a transaction on a pooled connection of its own, or on the one connection. */
   begin(): Promise<OpenTransaction>;
+
+  // Operator calls (the CLI's inspect and release).
+  /** The server's time and the record of `key` as stored (its columns null when absent). */
+  inspect(key: string): Promise<SqlInspectRow>;
+  /** `release` with the fence an operator saw: true when it changed the row. */
+  forceRelease(key: string, fencingId: number, ttlMs: number): Promise<boolean>;
+}
+
+/** What inspect.sql returns: `now`, and the record's columns (null when there is none). */
+export interface SqlInspectRow {
+  now: unknown;
+  state: unknown;
+  fencing_id: unknown;
+  lease_expires_at: unknown;
+  expires_at: unknown;
 }
 
 /** A transaction begun by {@link DialectSession.begin}, for `completeInTransaction`. */

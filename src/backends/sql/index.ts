@@ -13,8 +13,16 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/transaction.js";
-import type { Claim, ClaimOutcome } from "../../core/types.js";
+import { forceReleaseTransition, type LockRecord } from "../../core/transitions.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  PurgeOptions,
+} from "../../core/types.js";
 import {
+  assertFencingId,
   assertPositiveMs,
   assertValidKey,
   describe,
@@ -313,13 +321,20 @@ export class SqlLock<C extends SqlClient = SqlClient>
     );
   }
 
-  /** Delete records past their expires_at, in batches of 1,000; resolves to the count. */
-  async purgeExpired(): Promise<number> {
+  /**
+   * Delete records past their expires_at, in batches of 1,000; resolves to the count, and tells
+   * `options.onProgress` the running count after each batch.
+   */
+  async purgeExpired(options?: PurgeOptions): Promise<number> {
     return callStore(this.dialect, "purgeExpired", undefined, () =>
-      purgeInBatches(PURGE_BATCH, async () => {
-        const removed = await this.statement(() => this.session.purgeBatch());
-        return { found: removed, deleted: removed };
-      }),
+      purgeInBatches(
+        PURGE_BATCH,
+        async () => {
+          const removed = await this.statement(() => this.session.purgeBatch());
+          return { found: removed, deleted: removed };
+        },
+        options?.onProgress,
+      ),
     );
   }
 
@@ -390,6 +405,54 @@ export class SqlLock<C extends SqlClient = SqlClient>
   /** The client belongs to the caller: closing the lock leaves it open. */
   async close(): Promise<void> {
     this.session.close();
+  }
+
+  // Operator calls (the CLI's inspect and release).
+
+  async inspect(key: string): Promise<InspectedRecord | undefined> {
+    assertValidKey(key);
+    const { record, now } = await callStore(this.dialect, "inspect", key, () =>
+      this.statement(() => this.readRecord(key)),
+    );
+    return record === undefined ? undefined : { key, ...record, now };
+  }
+
+  /** One release statement with the operator's fence; when it changes nothing, a read says why. */
+  async forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    assertValidKey(key);
+    assertFencingId(fencingId);
+    // Both statements (the release, and the read that explains a no-op) stay out of any
+    // transaction open on a single connection, like every other verb's.
+    return callStore(this.dialect, "forceRelease", key, () =>
+      this.statement(async (): Promise<ForceReleaseOutcome> => {
+        if (await this.session.forceRelease(key, fencingId, this.ttlMs)) {
+          return { status: "released", fencingId: fencingId + 1 };
+        }
+        const { record, now } = await this.readRecord(key);
+        const { answer } = forceReleaseTransition(record, now, { fencingId, ttlMs: this.ttlMs });
+        // Released by nobody, yet releasable now: a purge and a fresh claim reached the same fence.
+        return answer.status === "released" ? { status: "changed", fencingId } : answer;
+      }),
+    );
+  }
+
+  private async readRecord(key: string): Promise<{ record: LockRecord | undefined; now: number }> {
+    const row = await this.session.inspect(key);
+    if (row === undefined) throw new Error("the inspect statement returned no row");
+    const now = toNumber(row.now, "now");
+    if (row.state === null || row.state === undefined) return { record: undefined, now };
+    if (row.state !== "claimed" && row.state !== "done") {
+      throw new Error(`the record has an unknown state ${JSON.stringify(row.state)}`);
+    }
+    return {
+      record: {
+        state: row.state,
+        fencingId: toNumber(row.fencing_id, "fencing_id"),
+        leaseExpiresAt: toNumber(row.lease_expires_at, "lease_expires_at"),
+        expiresAt: toNumber(row.expires_at, "expires_at"),
+      },
+      now,
+    };
   }
 
   /** One claim statement (or the dialect's few); the token in the row tells who won. */

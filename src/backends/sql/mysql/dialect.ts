@@ -7,6 +7,7 @@ import {
   beginOn,
   type Dialect,
   type DialectSession,
+  type SqlInspectRow,
   type SqlRow,
   type Statements,
 } from "../dialect.js";
@@ -14,6 +15,7 @@ import type { SqlClient } from "../index.js";
 import check from "./check.sql";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
+import inspect from "./inspect.sql";
 import purge from "./purge.sql";
 import release from "./release.sql";
 import renew from "./renew.sql";
@@ -88,7 +90,7 @@ export const mysql: Dialect = {
   needsHint: " (use mysql2/promise, not the callback API)",
   schemaQualified: false,
   quote: (identifier) => `\`${identifier}\``,
-  templates: { schema, claim, select, check, complete, release, renew, purge },
+  templates: { schema, claim, select, check, complete, release, renew, purge, inspect },
   isTransient(error) {
     const { errno } = error as { errno?: unknown };
     return errno === 1213 || errno === 1205;
@@ -130,6 +132,13 @@ export const mysql: Dialect = {
           return (await read("check", [k, fencingId, "claimed"])).length > 0;
         },
         purgeBatch: () => write("purge", []),
+        // Operator calls (the CLI's inspect and release).
+        async inspect(key: string) {
+          return (await read("inspect", [bytes(key)]))[0] as SqlInspectRow;
+        },
+        async forceRelease(key: string, fencingId: number, ttlMs: number) {
+          return (await write("release", [ttlMs, bytes(key), fencingId])) > 0;
+        },
       };
     };
     return {

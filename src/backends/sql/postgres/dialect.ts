@@ -7,12 +7,14 @@ import {
   beginOn,
   type Dialect,
   type DialectSession,
+  type SqlInspectRow,
   type SqlRow,
   type Statements,
 } from "../dialect.js";
 import type { SqlClient } from "../index.js";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
+import inspect from "./inspect.sql";
 import purge from "./purge.sql";
 import release from "./release.sql";
 import renew from "./renew.sql";
@@ -110,7 +112,7 @@ export const postgres: Dialect = {
   needsHint: "",
   schemaQualified: true,
   quote: (identifier) => `"${identifier}"`,
-  templates: { schema, claim, complete, release, renew, purge },
+  templates: { schema, claim, complete, release, renew, purge, inspect },
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return code === "40001" || code === "40P01";
@@ -154,6 +156,13 @@ export const postgres: Dialect = {
         },
         async purgeBatch() {
           return (await run("purge", [])).rowCount ?? 0;
+        },
+        // Operator calls (the CLI's inspect and release).
+        async inspect(key: string) {
+          return (await run("inspect", [key])).rows[0] as unknown as SqlInspectRow;
+        },
+        async forceRelease(key: string, fencingId: number, ttlMs: number) {
+          return ((await run("release", [key, fencingId, ttlMs])).rowCount ?? 0) > 0;
         },
       };
     };

@@ -1,7 +1,9 @@
 -- Release a claim: the lease ends now and the fence rises, so it can never complete later.
 -- $1 key (text), $2 fencing id (bigint), $3 ttl ms (bigint). Returns no rows.
 -- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
---   release.claimed (lease ends now, fence + 1), release.fenced (no-op; a done record too).
+--   release.claimed (lease ends now, fence + 1), release.fenced (no-op; a done record too);
+--   with the fence an operator saw, forceRelease.claimed (SqlLock.forceRelease counts the row
+--   it changed, and reads the record with inspect.sql to tell why when none).
 UPDATE {{table}} AS r SET
   fencing_id = r.fencing_id + 1,
   lease_expires_at = n.now,

@@ -3,10 +3,11 @@
  * first and writes only when no live record answers it. A transaction is BEGIN IMMEDIATE …
  * COMMIT on the one connection.
  */
-import type { Dialect, DialectSession, SqlRow, Statements } from "../dialect.js";
+import type { Dialect, DialectSession, SqlInspectRow, SqlRow, Statements } from "../dialect.js";
 import type { SqlClient } from "../index.js";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
+import inspect from "./inspect.sql";
 import peek from "./peek.sql";
 import purge from "./purge.sql";
 import release from "./release.sql";
@@ -71,7 +72,7 @@ export const sqlite: Dialect = {
   needsHint: "",
   schemaQualified: false,
   quote: (identifier) => `"${identifier}"`,
-  templates: { schema, peek, claim, complete, release, renew, purge },
+  templates: { schema, peek, claim, complete, release, renew, purge, inspect },
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return typeof code === "string" && code.startsWith("SQLITE_BUSY");
@@ -148,6 +149,13 @@ export const sqlite: Dialect = {
           },
           end() {},
         };
+      },
+      // Operator calls (the CLI's inspect and release).
+      async inspect(key) {
+        return statement("inspect").get({ key }) as SqlInspectRow;
+      },
+      async forceRelease(key, fence, ttl) {
+        return statement("release").run({ key, fence, ttl }).changes > 0;
       },
     };
   },

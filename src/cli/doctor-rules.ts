@@ -1,0 +1,292 @@
+// The sizing rules of the README ("Sizing invariants") and push auth, as arithmetic over a
+// subscription's settings and the lease and ttl the service runs with. Pure: doctor.ts reads
+// the subscription, this judges it.
+
+/** What doctor reads of a subscription (Pub/Sub admin API, REST form). */
+export interface SubscriptionFacts {
+  readonly name: string;
+  readonly topic: string | undefined;
+  readonly ackDeadlineSeconds: number;
+  /** Absent: a nacked message is redelivered at once. */
+  readonly retryPolicy:
+    | { readonly minimumBackoffMs: number; readonly maximumBackoffMs: number }
+    | undefined;
+  readonly deadLetter: { readonly topic: string; readonly maxDeliveryAttempts: number } | undefined;
+  /** Absent for a pull subscription. */
+  readonly pushEndpoint: string | undefined;
+  readonly pushAuth:
+    | { readonly serviceAccountEmail: string; readonly audience: string | undefined }
+    | undefined;
+  readonly exactlyOnce: boolean;
+}
+
+/** How the service that consumes the subscription is configured, from doctor's options. */
+export interface Sizing {
+  readonly leaseMs: number;
+  readonly ttlMs: number;
+  /** The lease is renewed while the body runs (`heartbeat`): rule 1 holds by itself. */
+  readonly heartbeat: boolean;
+  /** The body's longest run; undefined: the ack deadline stands in for it. */
+  readonly maxRunMs: number | undefined;
+  /** The longest a holder can live: Cloud Run's longest request timeout by default. */
+  readonly holderLifeMs: number;
+}
+
+export type Verdict = "pass" | "fail" | "n/a";
+
+export interface RuleResult {
+  readonly rule: "lease" | "lease+ttl" | "dead-letter" | "push-auth";
+  readonly title: string;
+  readonly verdict: Verdict;
+  /** The check with its numbers, one line. */
+  readonly arithmetic: string;
+  /** What to change, when the rule fails. */
+  readonly fix?: string;
+}
+
+/** Cloud Run's longest request timeout, 60 minutes: how long a holder can live by default. */
+export const DEFAULT_HOLDER_LIFE_MS = 3_600_000;
+/** Pub/Sub's retry policy defaults, for a policy that leaves a bound out. */
+const DEFAULT_MIN_BACKOFF_MS = 10_000;
+const DEFAULT_MAX_BACKOFF_MS = 600_000;
+/** Beyond the contention nacks: the delivery that runs, and two retries of a real failure. */
+const ATTEMPTS_BEYOND_CONTENTION = 3;
+
+const seconds = (ms: number): string => `${+(ms / 1_000).toFixed(3)} s`;
+
+/**
+ * The times (ms after the first delivery) of every delivery attempt of one message that falls
+ * inside one lease: a copy that meets a held key is nacked each time, and Pub/Sub's backoff
+ * doubles from the minimum up to the maximum between attempts. Undefined without a retry
+ * policy: then a nack is redelivered at once, and one lease can use up any number of attempts.
+ */
+export function contentionAttempts(
+  leaseMs: number,
+  retry: SubscriptionFacts["retryPolicy"],
+): number[] | undefined {
+  if (retry === undefined || retry.minimumBackoffMs <= 0) return undefined;
+  const times: number[] = [];
+  let at = 0;
+  let backoff = retry.minimumBackoffMs;
+  while (at < leaseMs) {
+    times.push(at);
+    at += Math.min(backoff, retry.maximumBackoffMs);
+    backoff *= 2;
+  }
+  return times;
+}
+
+/** The lowest `maxDeliveryAttempts` rule 3 accepts, with why; undefined when none suffices. */
+export function minimumDeliveryAttempts(
+  leaseMs: number,
+  retry: SubscriptionFacts["retryPolicy"],
+): { minimum: number; attempts: number[] } | undefined {
+  const attempts = contentionAttempts(leaseMs, retry);
+  if (attempts === undefined) return undefined;
+  return { minimum: attempts.length + ATTEMPTS_BEYOND_CONTENTION, attempts };
+}
+
+/** Every rule, judged. */
+export function checkRules(facts: SubscriptionFacts, sizing: Sizing): RuleResult[] {
+  return [
+    leaseRule(facts, sizing),
+    lifeRule(sizing),
+    deadLetterRule(facts, sizing),
+    pushAuthRule(facts),
+  ];
+}
+
+function leaseRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
+  const title = "the lease outlasts the work";
+  if (sizing.heartbeat) {
+    return {
+      rule: "lease",
+      title,
+      verdict: "pass",
+      arithmetic: "heartbeat on: the lease is renewed while the body runs",
+    };
+  }
+  const run = sizing.maxRunMs ?? facts.ackDeadlineSeconds * 1_000;
+  const source =
+    sizing.maxRunMs === undefined
+      ? "the ack deadline, standing in for the longest run; set --max-run"
+      : "--max-run";
+  const pass = sizing.leaseMs > run;
+  return {
+    rule: "lease",
+    title,
+    verdict: pass ? "pass" : "fail",
+    arithmetic: `lease ${seconds(sizing.leaseMs)} ${pass ? ">" : "≤"} longest run ${seconds(run)} (${source})`,
+    ...(pass ? {} : { fix: `lengthen the lease above ${seconds(run)}, or turn on heartbeat` }),
+  };
+}
+
+function lifeRule(sizing: Sizing): RuleResult {
+  const total = sizing.leaseMs + sizing.ttlMs;
+  const pass = total > sizing.holderLifeMs;
+  return {
+    rule: "lease+ttl",
+    title: "lease plus ttl outlasts any holder",
+    verdict: pass ? "pass" : "fail",
+    arithmetic: `lease ${seconds(sizing.leaseMs)} + ttl ${seconds(sizing.ttlMs)} = ${seconds(total)} ${pass ? ">" : "≤"} longest holder life ${seconds(sizing.holderLifeMs)} (--holder-life)`,
+    ...(pass
+      ? {}
+      : {
+          fix: `raise the backend's ttl to at least ${seconds(sizing.holderLifeMs - sizing.leaseMs + 1_000)}`,
+        }),
+  };
+}
+
+function deadLetterRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
+  const rule = "dead-letter";
+  const title = "dead-letter attempts above the contention retries";
+  const { deadLetter } = facts;
+  if (deadLetter === undefined) {
+    return {
+      rule,
+      title,
+      verdict: "n/a",
+      arithmetic:
+        "no dead-letter policy: nothing is dead-lettered (an unforeseen poison message is redelivered until its retention ends)",
+    };
+  }
+  const needed = minimumDeliveryAttempts(sizing.leaseMs, facts.retryPolicy);
+  if (needed === undefined) {
+    return {
+      rule,
+      title,
+      verdict: "fail",
+      arithmetic: `no retry policy: a nacked copy is redelivered at once, so one lease of ${seconds(sizing.leaseMs)} can use up all ${deadLetter.maxDeliveryAttempts} attempts`,
+      fix: `gcloud pubsub subscriptions update ${shortName(facts.name)} --min-retry-delay=10s --max-retry-delay=600s`,
+    };
+  }
+  const { minimum, attempts } = needed;
+  const pass = deadLetter.maxDeliveryAttempts >= minimum;
+  const times = attempts.map((ms) => +(ms / 1_000).toFixed(3)).join(", ");
+  return {
+    rule,
+    title,
+    verdict: pass ? "pass" : "fail",
+    arithmetic:
+      `max delivery attempts ${deadLetter.maxDeliveryAttempts} ${pass ? "≥" : "<"} minimum ${minimum} = ` +
+      `${attempts.length} contention nacks in one lease (attempts at ${times} s, before the lease ends at ${seconds(sizing.leaseMs)}) ` +
+      `+ 1 delivery that runs + 2 retries of a real failure`,
+    ...(pass
+      ? {}
+      : {
+          fix:
+            minimum > 100
+              ? "no dead-letter policy allows that many attempts (at most 100): shorten the lease or lengthen the retry backoff"
+              : `gcloud pubsub subscriptions update ${shortName(facts.name)} --max-delivery-attempts=${minimum}`,
+        }),
+  };
+}
+
+function pushAuthRule(facts: SubscriptionFacts): RuleResult {
+  const rule = "push-auth";
+  const title = "pushes are authenticated";
+  if (facts.pushEndpoint === undefined) {
+    return { rule, title, verdict: "n/a", arithmetic: "a pull subscription: nothing is pushed" };
+  }
+  if (facts.pushAuth === undefined) {
+    return {
+      rule,
+      title,
+      verdict: "fail",
+      arithmetic: `pushes to ${facts.pushEndpoint} carry no OIDC token: anyone who reaches the endpoint can forge a delivery`,
+      fix: `gcloud pubsub subscriptions update ${shortName(facts.name)} --push-auth-service-account=SA_EMAIL, and verify it with idempotentHttp({ auth: { audience, serviceAccountEmail } })`,
+    };
+  }
+  const audience = facts.pushAuth.audience ?? facts.pushEndpoint;
+  return {
+    rule,
+    title,
+    verdict: "pass",
+    arithmetic: `pushes carry an OIDC token of ${facts.pushAuth.serviceAccountEmail} for audience ${audience} (verify it with idempotentHttp({ auth }))`,
+  };
+}
+
+function shortName(name: string): string {
+  return name.slice(name.lastIndexOf("/") + 1);
+}
+
+/**
+ * A subscription as the admin API's REST form returns it, checked field by field: the reply
+ * is external input. Durations come as `"10s"` or `"10.5s"`.
+ */
+export function subscriptionFacts(json: unknown): SubscriptionFacts {
+  const object = (value: unknown, what: string): Record<string, unknown> => {
+    if (value === undefined) return {};
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      throw new Error(`the subscription's ${what} is not an object`);
+    }
+    return value as Record<string, unknown>;
+  };
+  const string = (value: unknown, what: string): string | undefined => {
+    if (value === undefined || value === "") return undefined;
+    if (typeof value !== "string") throw new Error(`the subscription's ${what} is not a string`);
+    return value;
+  };
+  const root = object(json, "answer");
+  const name = string(root.name, "name");
+  if (name === undefined) throw new Error("the answer has no subscription name");
+  const retry =
+    root.retryPolicy === undefined ? undefined : object(root.retryPolicy, "retryPolicy");
+  const deadLetter = object(root.deadLetterPolicy, "deadLetterPolicy");
+  const push = object(root.pushConfig, "pushConfig");
+  const oidc = object(push.oidcToken, "pushConfig.oidcToken");
+  const deadLetterTopic = string(deadLetter.deadLetterTopic, "deadLetterPolicy.deadLetterTopic");
+  const email = string(oidc.serviceAccountEmail, "pushConfig.oidcToken.serviceAccountEmail");
+  const pushEndpoint = string(push.pushEndpoint, "pushConfig.pushEndpoint");
+  return {
+    name,
+    topic: string(root.topic, "topic"),
+    // The API leaves out a field at its default: 10 s, and 5 dead-letter attempts.
+    ackDeadlineSeconds: wholeNumber(root.ackDeadlineSeconds, "ackDeadlineSeconds") ?? 10,
+    retryPolicy:
+      retry === undefined
+        ? undefined
+        : {
+            minimumBackoffMs:
+              durationMs(retry.minimumBackoff, "retryPolicy.minimumBackoff") ??
+              DEFAULT_MIN_BACKOFF_MS,
+            maximumBackoffMs:
+              durationMs(retry.maximumBackoff, "retryPolicy.maximumBackoff") ??
+              DEFAULT_MAX_BACKOFF_MS,
+          },
+    deadLetter:
+      deadLetterTopic === undefined
+        ? undefined
+        : {
+            topic: deadLetterTopic,
+            maxDeliveryAttempts:
+              wholeNumber(deadLetter.maxDeliveryAttempts, "deadLetterPolicy.maxDeliveryAttempts") ??
+              5,
+          },
+    pushEndpoint,
+    pushAuth:
+      email === undefined
+        ? undefined
+        : {
+            serviceAccountEmail: email,
+            audience: string(oidc.audience, "pushConfig.oidcToken.audience"),
+          },
+    exactlyOnce: root.enableExactlyOnceDelivery === true,
+  };
+}
+
+function wholeNumber(value: unknown, what: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new Error(`the subscription's ${what} is not a whole number`);
+  }
+  return value;
+}
+
+function durationMs(value: unknown, what: string): number | undefined {
+  if (value === undefined) return undefined;
+  const match = typeof value === "string" ? /^(\d{1,12})(?:\.(\d{1,9}))?s$/.exec(value) : null;
+  if (match === null) throw new Error(`the subscription's ${what} is not a duration`);
+  const fraction = (match[2] ?? "").padEnd(3, "0").slice(0, 3);
+  return Number(match[1]) * 1_000 + Number(fraction);
+}

@@ -1,0 +1,197 @@
+// `doctor --subscription projects/P/subscriptions/S`: read the subscription through the Pub/Sub
+// admin API (REST, with Node's fetch) and judge it by the README's sizing rules and push auth.
+import { DEFAULT_LEASE_MS, DEFAULT_TTL_MS } from "../core/constants.js";
+import {
+  COMMON_OPTIONS,
+  type Command,
+  EXIT,
+  flag,
+  optionText,
+  parseDuration,
+  shown,
+  UsageError,
+} from "./args.js";
+import {
+  checkRules,
+  DEFAULT_HOLDER_LIFE_MS,
+  type RuleResult,
+  type Sizing,
+  type SubscriptionFacts,
+  subscriptionFacts,
+} from "./doctor-rules.js";
+import { formatSpan, writeJson } from "./output.js";
+
+/** `projects/P/subscriptions/S`, with the characters Pub/Sub allows in each part. */
+const SUBSCRIPTION =
+  /^projects\/[a-z0-9.:-]{1,100}\/subscriptions\/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/;
+const API = "https://pubsub.googleapis.com";
+const SCOPE = "https://www.googleapis.com/auth/pubsub";
+const REQUEST_TIMEOUT_MS = 15_000;
+
+export const doctorCommand: Command = {
+  spec: {
+    name: "doctor",
+    options: [
+      {
+        name: "--subscription",
+        value: "NAME",
+        help: "the subscription, projects/P/subscriptions/S (required)",
+      },
+      { name: "--lease", value: "DURATION", help: "the service's leaseMs (default 15m)" },
+      { name: "--ttl", value: "DURATION", help: "the backend's ttlMs (default 1h)" },
+      { name: "--heartbeat", help: "the service runs with heartbeat on" },
+      {
+        name: "--max-run",
+        value: "DURATION",
+        help: "the body's longest run (default: the ack deadline stands in)",
+      },
+      {
+        name: "--holder-life",
+        value: "DURATION",
+        help: "the longest a holder can live (default 60m, Cloud Run's longest request)",
+      },
+      ...COMMON_OPTIONS,
+    ],
+    positional: "argument",
+    minPositionals: 0,
+    maxPositionals: 0,
+  },
+  summary: "check a subscription against the sizing rules and push auth (exit 1 on a violation)",
+  usage: "--subscription projects/P/subscriptions/S",
+  description:
+    "Reads the subscription through the Pub/Sub admin API (ack deadline, retry policy,\n" +
+    "dead-letter policy and max attempts, push endpoint and auth, exactly-once delivery) and\n" +
+    "checks the README's three sizing rules and push auth, each ✓ or ✗ with its arithmetic.\n" +
+    "Exits 1 when a rule is broken. Credentials: Application Default Credentials (needs\n" +
+    "google-auth-library); with PUBSUB_EMULATOR_HOST set, the emulator, without any.",
+  async run(args, io) {
+    const name = optionText(args, "--subscription");
+    if (name === undefined) {
+      throw new UsageError("doctor needs --subscription projects/P/subscriptions/S");
+    }
+    if (!SUBSCRIPTION.test(name)) {
+      throw new UsageError(`--subscription must be projects/P/subscriptions/S, got ${shown(name)}`);
+    }
+    const sizing = sizingOf(args);
+    const facts = subscriptionFacts(await readSubscription(name, io.env));
+    const rules = checkRules(facts, sizing);
+    const broken = rules.filter((rule) => rule.verdict === "fail");
+    if (flag(args, "--json")) {
+      writeJson(io, { subscription: facts, sizing, rules, ok: broken.length === 0 });
+    } else {
+      io.out(report(facts, sizing, rules));
+    }
+    return broken.length === 0 ? EXIT.ok : EXIT.no;
+  },
+};
+
+function sizingOf(args: Parameters<Command["run"]>[0]): Sizing {
+  const duration = (name: string, fallback: number | undefined) => {
+    const text = optionText(args, name);
+    return text === undefined ? fallback : parseDuration(name, text);
+  };
+  return {
+    leaseMs: duration("--lease", DEFAULT_LEASE_MS) as number,
+    ttlMs: duration("--ttl", DEFAULT_TTL_MS) as number,
+    heartbeat: flag(args, "--heartbeat"),
+    maxRunMs: duration("--max-run", undefined),
+    holderLifeMs: duration("--holder-life", DEFAULT_HOLDER_LIFE_MS) as number,
+  };
+}
+
+/** The subscription's REST form, from the emulator when PUBSUB_EMULATOR_HOST names one. */
+async function readSubscription(
+  name: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<unknown> {
+  const emulator = env.PUBSUB_EMULATOR_HOST;
+  const base = emulator ? `http://${emulator}` : API;
+  const headers: Record<string, string> = emulator
+    ? {}
+    : { authorization: `Bearer ${await accessToken()}` };
+  let response: Response;
+  try {
+    response = await fetch(`${base}/v1/${name}`, {
+      headers,
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+  } catch (error) {
+    throw new Error(`the Pub/Sub admin API at ${base} did not answer: ${(error as Error).message}`);
+  }
+  if (response.status === 404) throw new Error(`there is no subscription ${name}`);
+  if (response.status === 403) {
+    throw new Error(`permission denied reading ${name}: the caller needs pubsub.subscriptions.get`);
+  }
+  if (!response.ok) {
+    const text = (await response.text()).slice(0, 300).replace(/\s+/g, " ");
+    throw new Error(`the Pub/Sub admin API answered ${response.status}: ${text}`);
+  }
+  try {
+    return await response.json();
+  } catch {
+    throw new Error("the Pub/Sub admin API's answer is not JSON");
+  }
+}
+
+/** An access token from Application Default Credentials, through google-auth-library. */
+async function accessToken(): Promise<string> {
+  let auth: typeof import("google-auth-library");
+  try {
+    auth = await import("google-auth-library");
+  } catch {
+    throw new Error(
+      "doctor needs google-auth-library for credentials (npm install google-auth-library), or PUBSUB_EMULATOR_HOST for the emulator",
+    );
+  }
+  const token = await new auth.GoogleAuth({ scopes: SCOPE }).getAccessToken();
+  if (!token) throw new Error("Application Default Credentials gave no access token");
+  return token;
+}
+
+const MARK: Readonly<Record<RuleResult["verdict"], string>> = { pass: "✓", fail: "✗", "n/a": "–" };
+const RULE_LABEL: Readonly<Record<RuleResult["rule"], string>> = {
+  lease: "rule 1",
+  "lease+ttl": "rule 2",
+  "dead-letter": "rule 3",
+  "push-auth": "push auth",
+};
+
+function report(facts: SubscriptionFacts, sizing: Sizing, rules: RuleResult[]): string {
+  const lines = [
+    `subscription        ${facts.name}`,
+    `topic               ${facts.topic ?? "(deleted)"}`,
+    `delivery            ${facts.pushEndpoint === undefined ? "pull" : `push to ${facts.pushEndpoint}`}`,
+    `push auth           ${
+      facts.pushEndpoint === undefined
+        ? "–"
+        : facts.pushAuth === undefined
+          ? "none"
+          : `OIDC token of ${facts.pushAuth.serviceAccountEmail}${facts.pushAuth.audience ? `, audience ${facts.pushAuth.audience}` : ""}`
+    }`,
+    `ack deadline        ${facts.ackDeadlineSeconds} s`,
+    `retry policy        ${
+      facts.retryPolicy === undefined
+        ? "none (a nack is redelivered at once)"
+        : `backoff ${formatSpan(facts.retryPolicy.minimumBackoffMs)} to ${formatSpan(facts.retryPolicy.maximumBackoffMs)}`
+    }`,
+    `dead-letter policy  ${
+      facts.deadLetter === undefined
+        ? "none"
+        : `to ${facts.deadLetter.topic} after ${facts.deadLetter.maxDeliveryAttempts} attempts`
+    }`,
+    `exactly-once        ${facts.exactlyOnce ? "on" : "off"}`,
+    `service             lease ${formatSpan(sizing.leaseMs)}, ttl ${formatSpan(sizing.ttlMs)}, heartbeat ${sizing.heartbeat ? "on" : "off"}`,
+    "",
+  ];
+  for (const rule of rules) {
+    lines.push(`${MARK[rule.verdict]} ${RULE_LABEL[rule.rule]}: ${rule.title}`);
+    lines.push(`    ${rule.arithmetic}`);
+    if (rule.fix !== undefined) lines.push(`    fix: ${rule.fix}`);
+  }
+  const broken = rules.filter((rule) => rule.verdict === "fail").length;
+  lines.push(
+    "",
+    broken === 0 ? "every rule holds" : `${broken} rule${broken === 1 ? "" : "s"} broken`,
+  );
+  return `${lines.join("\n")}\n`;
+}

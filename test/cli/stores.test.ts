@@ -1,0 +1,89 @@
+// The CLI on Redis, PostgreSQL, MariaDB and SQLite (their real servers), run as the bin; the
+// Datastore and Firestore emulators are in google.test.ts.
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { RedisLock } from "../../src/backends/redis/index.js";
+import { SqlLock } from "../../src/backends/sql/index.js";
+import { runCli } from "../../src/cli/main.js";
+import { freshTable, openSqlStores } from "../backends/sql-stores.js";
+import { won } from "../support/claims.js";
+import { fakeTerminal } from "../support/cli.js";
+import { findOrStartRedis } from "../support/redis.js";
+import { startOrSkip } from "../support/required.js";
+import { describeCli } from "./cli-cases.js";
+
+const redisServer = await startOrSkip("Redis", findOrStartRedis);
+const { postgres, mariadb, sqlite, pgPool, myPool } = await openSqlStores();
+
+describe.skipIf(!redisServer)("redis", () => {
+  const client = new Redis(redisServer?.url ?? "redis://127.0.0.1:6379", { lazyConnect: true });
+  const prefix = `idem-cli:${randomBytes(6).toString("hex")}:`;
+  afterAll(async () => {
+    client.disconnect();
+    await redisServer?.stop();
+  });
+  describeCli({
+    name: "redis",
+    args: () => ["--backend", redisServer?.url ?? "", "--prefix", prefix],
+    backend: (ttlMs) => new RedisLock({ client, prefix, ...(ttlMs ? { ttlMs } : {}) }),
+    selfExpiring: true,
+  });
+});
+
+/** A SqlLock target on one fresh table, for the bin and for this process. */
+function sqlTarget(
+  name: string,
+  url: string,
+  client: ConstructorParameters<typeof SqlLock>[0]["client"],
+) {
+  const table = freshTable();
+  let ready: Promise<void> | undefined;
+  return {
+    name,
+    args: () => ["--backend", url, "--table", table],
+    backend: async (ttlMs?: number) => {
+      const backend = new SqlLock({ client, table, ...(ttlMs ? { ttlMs } : {}) });
+      ready ??= backend.ensureSchema();
+      await ready;
+      // The pool is the file's: closing the lock leaves it open.
+      return backend;
+    },
+  };
+}
+
+if (postgres && pgPool) describeCli(sqlTarget("postgres", postgres.url, pgPool));
+if (mariadb && myPool) {
+  const base = new URL(process.env.MYSQL_URL ?? "mysql://root@127.0.0.1:3306/");
+  base.pathname = `/${mariadb.database}`;
+  describeCli(sqlTarget("mariadb", base.toString(), myPool));
+}
+const file = `${freshTable()}.db`;
+describeCli(sqlTarget("sqlite", `sqlite:${sqlite.dir}/${file}`, sqlite.open(file)));
+
+describe("release asks first on a terminal (in process, answers typed in)", () => {
+  const file = `${freshTable()}.db`;
+  const url = `sqlite:${sqlite.dir}/${file}`;
+  const target = sqlTarget("sqlite", url, sqlite.open(file));
+
+  for (const [answer, code, message] of [
+    ["n", 1, "not released: not confirmed"],
+    ["", 1, "not released: not confirmed"],
+    ["yes", 0, "released"],
+  ] as const) {
+    it(`answered ${JSON.stringify(answer)} → exit ${code}`, async () => {
+      const backend = await target.backend();
+      const key = `ask:${answer}:${Date.now()}`;
+      const claim = won(await backend.claim(key, 60_000));
+      const { io, cli } = fakeTerminal({ GCP_PUBSUB_IDEMPOTENCY_BACKEND: url }, [answer]);
+      expect(await runCli(["release", "--table", target.args()[3] as string, key], cli)).toBe(code);
+      expect(io.asked).toEqual([
+        `Release ${key} at fence 1? A holder that still runs will be fenced out. [y/N] `,
+      ]);
+      expect(io.out).toContain(message);
+      const after = await backend.claim(key, 60_000);
+      if (code === 0) expect(won(after).fencingId).toBe(claim.fencingId + 2);
+      else expect(after).toEqual({ status: "held", leaseExpiresAt: claim.leaseExpiresAt });
+    });
+  }
+});

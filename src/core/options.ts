@@ -4,13 +4,7 @@ import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
 import { guardLogger, jsonLogger } from "./logger.js";
 import type { TransactionalLockBackend } from "./transaction.js";
 import type { LockBackend, Logger } from "./types.js";
-import {
-  assertNonNegativeMs,
-  assertPositiveMs,
-  describe,
-  readOptions,
-  readProperty,
-} from "./validate.js";
+import { assertNonNegativeMs, assertPositiveMs, describe, readOptions } from "./validate.js";
 
 /** {@link LockOptions} after one validation pass: every field checked, defaults applied. */
 export interface ResolvedLockOptions {
@@ -118,11 +112,12 @@ export function transactionalBackend<Tx>(
   where: string,
   backend: LockBackend,
 ): TransactionalLockBackend<Tx> {
-  const method = readProperty(
-    `${where} options.backend.completeInTransaction`,
-    backend,
-    "completeInTransaction",
-  );
+  let method: unknown;
+  try {
+    method = (backend as Partial<TransactionalLockBackend<Tx>>).completeInTransaction;
+  } catch {
+    // Read once already by the backend check, which refuses a getter that throws.
+  }
   if (typeof method === "function") return backend as unknown as TransactionalLockBackend<Tx>;
   throw new InvalidConfiguration(
     `${where} needs a backend with transactions (completeInTransaction: SqlLock, DatastoreLock, FirestoreLock); ${backendName(backend)} has none`,

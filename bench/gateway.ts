@@ -7,6 +7,7 @@ import {
   type ClaimOutcome,
   type HttpResponseLike,
   idempotentHttp,
+  idempotentMessage,
   type LockBackend,
   lock,
 } from "gcp-pubsub-idempotency";
@@ -23,6 +24,28 @@ class InstantBackend implements LockBackend {
     return true;
   }
   async release(_claim: Claim): Promise<void> {}
+}
+
+/** Answers every claim with one fixed outcome: a done key (duplicate) or a held one. */
+class FixedAnswerBackend implements LockBackend {
+  constructor(private readonly answer: ClaimOutcome) {}
+  async claim(_key: string, _leaseMs: number): Promise<ClaimOutcome> {
+    return this.answer;
+  }
+  async complete(_claim: Claim): Promise<boolean> {
+    throw new Error("bench: a fixed-answer backend never has a claim to complete");
+  }
+  async release(_claim: Claim): Promise<void> {}
+}
+
+/** Expected outcomes through a surface: a duplicate or a held key, per second on one core. */
+export interface SurfacePathResult {
+  /** the backend's claim() called bare */
+  bareClaim: number;
+  /** idempotentHttp over a parsed push body */
+  http: number;
+  /** idempotentMessage over a pull message */
+  message: number;
 }
 
 export interface GatewayResult {
@@ -43,6 +66,10 @@ export interface GatewayResult {
   pushWithNewTokens: number;
   /** how many pushes the new-token rate was timed over (each token is signed beforehand) */
   newTokens: number;
+  /** deliveries timed per surface path */
+  deliveries: number;
+  duplicate: SurfacePathResult;
+  held: SurfacePathResult;
 }
 
 async function rate(n: number, fn: () => Promise<unknown>): Promise<number> {
@@ -64,7 +91,51 @@ export async function gatewayBench(cycles: number): Promise<GatewayResult> {
     lock("order-123", options, (_claim, signal) => signal.aborted),
   );
   const pushes = Math.max(1_000, Math.round(cycles / 100));
-  return { cycles, floor, lock: plain, withSignal, pushes, ...(await pushRates(backend, pushes)) };
+  const deliveries = Math.max(1_000, Math.round(cycles / 4));
+  const done: ClaimOutcome = { status: "done" };
+  const held: ClaimOutcome = { status: "held", leaseExpiresAt: Date.now() + 60_000 };
+  return {
+    cycles,
+    floor,
+    lock: plain,
+    withSignal,
+    pushes,
+    ...(await pushRates(backend, pushes)),
+    deliveries,
+    duplicate: await surfaceRates(new FixedAnswerBackend(done), deliveries),
+    held: await surfaceRates(new FixedAnswerBackend(held), deliveries),
+  };
+}
+
+/** A duplicate or a held key through each surface, beside the claim that decides it. */
+async function surfaceRates(backend: LockBackend, n: number): Promise<SurfacePathResult> {
+  const logger = { info() {}, warn() {}, error() {} };
+  const body = pushBody({ orderId: "4711" }, { messageId: "bench-1" });
+  const res: HttpResponseLike = { statusCode: 200, end: () => undefined };
+  const http = idempotentHttp({ backend, logger }, () => {
+    throw new Error("bench: the handler ran on a duplicate or held key");
+  });
+  const message = idempotentMessage({ backend, logger }, () => {
+    throw new Error("bench: the handler ran on a duplicate or held key");
+  });
+  let acks = 0;
+  let nacks = 0;
+  const pull = {
+    id: "bench-1",
+    data: Buffer.from("{}"),
+    attributes: {},
+    ack: () => {
+      acks++;
+    },
+    nack: () => {
+      nacks++;
+    },
+  };
+  const bareClaim = await rate(n, () => backend.claim("order-123", 60_000));
+  const httpRate = await rate(n, () => http({ headers: {}, body }, res));
+  const messageRate = await rate(n, () => message(pull));
+  if (acks + nacks === 0) throw new Error("bench: idempotentMessage never settled the message");
+  return { bareClaim, http: httpRate, message: messageRate };
 }
 
 /** A push as a body parser leaves it, answered into a response that keeps nothing. */

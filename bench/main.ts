@@ -6,6 +6,7 @@
  *   npm run bench -- --quick           about 2 minutes, also rewrites BENCHMARKS.md
  *   npm run bench -- --smoke           seconds; proves it runs, writes nothing (CI)
  *   npm run bench -- --only redis,postgres [--out FILE.md]
+ *   npm run bench -- --only memory,redis --repeat 3   the selection 3 times, with the spread
  *
  * --only takes backend names (below), `scale` and `gateway`; a backend's name also selects
  * its scale run (redis, postgres, memory). A run with --only or --smoke writes only to --out.
@@ -58,12 +59,18 @@ function parseArgs(argv: string[]) {
       throw new Error(`${name} needs a value`);
     return v;
   };
-  const known = new Set(["--quick", "--smoke", "--only", "--out", "--help"]);
+  const known = new Set(["--quick", "--smoke", "--only", "--out", "--repeat", "--help"]);
+  const takesValue = new Set(["--only", "--out", "--repeat"]);
   for (const [k, a] of argv.entries()) {
     if (a.startsWith("--") && !known.has(a)) throw new Error(`unknown option ${a}`);
-    if (!a.startsWith("--") && argv[k - 1] !== "--only" && argv[k - 1] !== "--out") {
+    if (!a.startsWith("--") && !takesValue.has(argv[k - 1] ?? "")) {
       throw new Error(`unexpected argument ${a}`);
     }
+  }
+  const repeatText = value("--repeat") ?? "1";
+  const repeat = Number(repeatText);
+  if (!/^\d+$/.test(repeatText) || repeat < 1 || repeat > 20) {
+    throw new Error(`--repeat: expected a whole number from 1 to 20, got ${repeatText}`);
   }
   const only = value("--only")
     ?.split(",")
@@ -75,13 +82,13 @@ function parseArgs(argv: string[]) {
       throw new Error(`--only: unknown ${n}; choose from ${[...names].join(", ")}`);
   }
   const size: Settings["size"] = flag("--smoke") ? "smoke" : flag("--quick") ? "quick" : "full";
-  return { size, only, out: value("--out"), help: flag("--help") };
+  return { size, only, out: value("--out"), repeat, help: flag("--help") };
 }
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
   console.log(
-    "npm run bench -- [--quick | --smoke] [--only a,b] [--out FILE.md]\n" +
+    "npm run bench -- [--quick | --smoke] [--only a,b] [--repeat N] [--out FILE.md]\n" +
       `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway`,
   );
   process.exit(0);
@@ -94,23 +101,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out =
   args.out ??
   (args.only === undefined && args.size !== "smoke" ? join(root, "BENCHMARKS.md") : undefined);
-
-const run: RunResult = {
-  settings,
-  command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
-  date: new Date().toISOString(),
-  machine: `${os.cpus()[0]?.model.trim() ?? "?"}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`,
-  node: process.version,
-  loadAtStart: loadAverage(),
-  loadAtEnd: "",
-  seconds: 0,
-  backends: [],
-  scales: [],
-  scaleErrors: [],
-  charts: {},
-};
-const started = Date.now();
-let failures = 0;
 
 // A rough duration up front: cells × systems × rounds × (warm-up + timed), plus set-up.
 const systemsGuess: Record<string, number> = {
@@ -128,9 +118,10 @@ const estimate =
     cellSeconds +
   scales.length * (settings.scaleSizes.length * 2 * cellSeconds + (args.size === "full" ? 15 : 5));
 progress(
-  `${args.size} run: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}; about ${Math.round(estimate / 60 + 0.4)} min of measuring plus start-ups; load ${run.loadAtStart}`,
+  `${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
 );
 
+let failures = 0;
 let stopping: (() => Promise<void>) | undefined;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
@@ -139,97 +130,126 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
-if (selected("gateway")) {
-  progress("gateway: lock() over an instant backend");
-  run.gateway = await gatewayBench(settings.gatewayCycles);
-  progress(
-    `gateway: ${fmtRate(run.gateway.lock)} lock() cycles/s (floor ${fmtRate(run.gateway.floor)})`,
-  );
-}
-
-for (const [index, bench] of backends.entries()) {
-  const result: BackendResult = {
-    id: bench.id,
-    title: bench.title,
-    versions: "",
-    floorNote: "",
+/** One pass over the selection: the gateway, every backend, the scale runs. */
+async function measure(pass: number): Promise<RunResult> {
+  const started = Date.now();
+  const run: RunResult = {
+    settings,
+    command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+    date: new Date().toISOString(),
+    machine: `${os.cpus()[0]?.model.trim() ?? "?"}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`,
+    node: process.version,
     loadAtStart: loadAverage(),
+    loadAtEnd: "",
     seconds: 0,
-    contenders: [],
-    cells: new Map(),
+    backends: [],
+    scales: [],
+    scaleErrors: [],
+    charts: {},
   };
-  run.backends.push(result);
-  const t0 = Date.now();
-  progress(
-    `[${index + 1}/${backends.length}] ${bench.title}: starting (load ${result.loadAtStart})`,
-  );
-  try {
-    const started = await bench.start(settings);
-    stopping = started.stop;
-    result.versions = started.versions;
-    result.floorNote = started.floorNote;
-    try {
-      for (const c of settings.concurrency) {
-        const session = await started.open(c);
-        try {
-          for (const who of session.contenders) {
-            if (!result.contenders.some((x) => x.name === who.name)) {
-              result.contenders.push({
-                name: who.name,
-                role: who.role,
-                ...(who.floor === undefined ? {} : { floor: who.floor }),
-              });
-            }
-          }
-          for (const path of PATHS) {
-            const ops = session.contenders.flatMap((who) => {
-              const op = who.ops[path];
-              return op === undefined ? [] : [[who.name, op] as const];
-            });
-            const results = await interleaved(settings, ops, c);
-            for (const [name, r] of results) result.cells.set(cellKey(path, c, name), r);
-            progress(
-              `  ${bench.id} ${path} ×${c}: ${[...results]
-                .map(([name, r]) => `${name} ${fmtRate(r.opsPerSec)}/s p50 ${fmtMs(r.p50)} ms`)
-                .join(" | ")}`,
-            );
-          }
-        } finally {
-          await session.close();
-        }
-      }
-    } finally {
-      stopping = undefined;
-      await started.stop();
-    }
-  } catch (error) {
-    failures++;
-    result.error = error instanceof Error ? error.message : String(error);
-    progress(`  ${bench.id} FAILED: ${result.error}`);
-  }
-  result.seconds = (Date.now() - t0) / 1000;
-}
-
-for (const id of scales) {
-  progress(
-    `scale ${id}: storing ${settings.scaleSizes.map((n) => n.toLocaleString("en-US")).join(" / ")} keys`,
-  );
-  try {
-    const r = await SCALES[id]!(settings);
-    run.scales.push(r);
+  if (args.repeat > 1) progress(`pass ${pass + 1} of ${args.repeat} (load ${run.loadAtStart})`);
+  if (selected("gateway")) {
+    progress("gateway: lock() over an instant backend");
+    run.gateway = await gatewayBench(settings.gatewayCycles);
     progress(
-      `scale ${id}: ${r.results.map((x, k) => `${r.sizes[k]} keys ${fmtRate(x.opsPerSec)}/s`).join(", ")}`,
+      `gateway: ${fmtRate(run.gateway.lock)} lock() cycles/s (floor ${fmtRate(run.gateway.floor)})`,
     );
-  } catch (error) {
-    failures++;
-    const message = `scale ${id}: ${error instanceof Error ? error.message : String(error)}`;
-    run.scaleErrors.push(message);
-    progress(`  FAILED: ${message}`);
   }
+
+  for (const [index, bench] of backends.entries()) {
+    const result: BackendResult = {
+      id: bench.id,
+      title: bench.title,
+      versions: "",
+      floorNote: "",
+      loadAtStart: loadAverage(),
+      seconds: 0,
+      serverCpu: false,
+      contenders: [],
+      cells: new Map(),
+    };
+    run.backends.push(result);
+    const t0 = Date.now();
+    progress(
+      `[${index + 1}/${backends.length}] ${bench.title}: starting (load ${result.loadAtStart})`,
+    );
+    try {
+      const started = await bench.start(settings);
+      stopping = started.stop;
+      result.serverCpu = (await started.serverCpu?.()) !== undefined;
+      result.versions = started.versions;
+      result.floorNote = started.floorNote;
+      try {
+        for (const c of settings.concurrency) {
+          const session = await started.open(c);
+          try {
+            for (const who of session.contenders) {
+              if (!result.contenders.some((x) => x.name === who.name)) {
+                result.contenders.push({
+                  name: who.name,
+                  role: who.role,
+                  ...(who.floor === undefined ? {} : { floor: who.floor }),
+                });
+              }
+            }
+            for (const path of PATHS) {
+              const ops = session.contenders.flatMap((who) => {
+                const op = who.ops[path];
+                return op === undefined ? [] : [[who.name, op] as const];
+              });
+              const results = await interleaved(settings, ops, c, started.serverCpu);
+              for (const [name, r] of results) result.cells.set(cellKey(path, c, name), r);
+              progress(
+                `  ${bench.id} ${path} ×${c}: ${[...results]
+                  .map(([name, r]) => `${name} ${fmtRate(r.opsPerSec)}/s p50 ${fmtMs(r.p50)} ms`)
+                  .join(" | ")}`,
+              );
+            }
+          } finally {
+            await session.close();
+          }
+        }
+      } finally {
+        stopping = undefined;
+        await started.stop();
+      }
+    } catch (error) {
+      failures++;
+      result.error = error instanceof Error ? error.message : String(error);
+      progress(`  ${bench.id} FAILED: ${result.error}`);
+    }
+    result.seconds = (Date.now() - t0) / 1000;
+  }
+
+  for (const id of scales) {
+    progress(
+      `scale ${id}: storing ${settings.scaleSizes.map((n) => n.toLocaleString("en-US")).join(" / ")} keys`,
+    );
+    try {
+      const r = await SCALES[id]!(settings);
+      run.scales.push(r);
+      progress(
+        `scale ${id}: ${r.results.map((x, k) => `${r.sizes[k]} keys ${fmtRate(x.opsPerSec)}/s`).join(", ")}`,
+      );
+    } catch (error) {
+      failures++;
+      const message = `scale ${id}: ${error instanceof Error ? error.message : String(error)}`;
+      run.scaleErrors.push(message);
+      progress(`  FAILED: ${message}`);
+    }
+  }
+
+  run.loadAtEnd = loadAverage();
+  run.seconds = (Date.now() - started) / 1000;
+  return run;
 }
 
-run.loadAtEnd = loadAverage();
-run.seconds = (Date.now() - started) / 1000;
+const runs: RunResult[] = [];
+for (let pass = 0; pass < args.repeat; pass++) runs.push(await measure(pass));
+const run = runs.at(-1)!;
+if (runs.length > 1) run.repeats = runs;
+run.seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
+run.loadAtStart = runs[0]!.loadAtStart;
 
 if (out !== undefined) {
   const dir = dirname(out);

@@ -1,6 +1,15 @@
 /** BENCHMARKS.md from one run's results: the targets first, then every table. */
 import type { GatewayResult } from "./gateway.js";
-import { fmtMs, fmtRate, type Result, type Settings } from "./runner.js";
+import {
+  fmtMs,
+  fmtRate,
+  halfWidth,
+  pairedRatios,
+  type Result,
+  type Settings,
+  type Spread,
+  spread,
+} from "./runner.js";
 import { SCALE_CONCURRENCY, type ScaleResult } from "./scale.js";
 import { type BackendResult, cellKey, PATH_TITLE, PATHS, type Path } from "./suite.js";
 
@@ -18,160 +27,238 @@ export interface RunResult {
   scaleErrors: string[];
   gateway?: GatewayResult;
   charts: { throughput?: string; scale?: string };
+  /** With --repeat N: every pass, this run being the last. */
+  repeats?: RunResult[];
 }
 
 interface Target {
   what: string;
   measured: string;
   met: boolean | undefined;
+  /** The spread of a ratio straddles the target: not called met, not called missed. */
+  straddles?: boolean;
 }
 
 const ratio = (n: number) => `${n.toFixed(2)}×`;
-const verdict = (met: boolean | undefined) =>
-  met === undefined ? "not measured" : met ? "met" : "**not met**";
+const verdict = (t: Target) =>
+  t.met === undefined
+    ? t.straddles
+      ? "spread straddles it"
+      : "not measured"
+    : t.met
+      ? "met"
+      : "**not met**";
 
-function rate(
+/** median [min–max] of a ratio over rounds. */
+export function fmtSpread(s: Spread): string {
+  return s.min === s.max
+    ? ratio(s.median)
+    : `${ratio(s.median)} [${s.min.toFixed(2)}–${s.max.toFixed(2)}]`;
+}
+
+function cell(b: BackendResult | undefined, path: Path, c: number, name: string) {
+  return b?.cells.get(cellKey(path, c, name));
+}
+
+type Metric = "ops" | "clientCpu" | "serverCpu";
+const series = (r: Result, metric: Metric): number[] | undefined =>
+  metric === "ops" ? r.rounds : metric === "clientCpu" ? r.clientCpu : r.serverCpu;
+
+/** `a ÷ b` of one metric, round by round, at one path and concurrency. */
+export function cellRatio(
   b: BackendResult | undefined,
   path: Path,
   c: number,
-  name: string,
-): number | undefined {
-  return b?.cells.get(cellKey(path, c, name))?.opsPerSec;
-}
-
-/** ours ÷ other at each concurrency in `at`, against a minimum. */
-function ratioTarget(
-  what: string,
-  b: BackendResult | undefined,
-  path: Path,
-  ours: string,
+  a: string,
   other: string,
-  at: readonly number[],
-  min: number,
-): Target {
-  const parts: string[] = [];
-  let met: boolean | undefined = true;
-  for (const c of at) {
-    const a = rate(b, path, c, ours);
-    const o = rate(b, path, c, other);
-    if (a === undefined || o === undefined || o === 0) {
-      met = undefined;
-      continue;
-    }
-    const r = a / o;
-    if (met !== undefined && r < min) met = false;
-    parts.push(`${c} in flight: ${ratio(r)}`);
-  }
-  if (parts.length === 0) met = undefined;
-  return { what, measured: parts.join(", ") || "—", met };
+  metric: Metric = "ops",
+): Spread | undefined {
+  const x = cell(b, path, c, a);
+  const y = cell(b, path, c, other);
+  if (x === undefined || y === undefined) return undefined;
+  const xs = series(x, metric);
+  const ys = series(y, metric);
+  return xs && ys ? spread(pairedRatios(xs, ys)) : undefined;
 }
 
-function targets(run: RunResult): Target[] {
+/**
+ * One target over several (label, spread) parts: met when every part's whole spread is on
+ * the right side of the bound, missed when some part's whole spread is on the wrong side,
+ * and otherwise neither: a spread that straddles the bound proves nothing either way.
+ */
+function spreadTarget(
+  what: string,
+  parts: ReadonlyArray<readonly [string, Spread | undefined]>,
+  bound: number,
+  direction: "atLeast" | "atMost",
+): Target {
+  const known = parts.filter((p): p is readonly [string, Spread] => p[1] !== undefined);
+  if (known.length === 0) return { what, measured: "—", met: undefined };
+  const good = (x: number) => (direction === "atLeast" ? x >= bound : x <= bound);
+  const allGood = known.every(([, s]) => good(s.min) && good(s.max));
+  const someBad = known.some(([, s]) => !good(s.min) && !good(s.max));
+  const measured = known.map(([label, s]) => `${label} ${fmtSpread(s)}`).join(", ");
+  if (allGood && known.length === parts.length) return { what, measured, met: true };
+  if (someBad) return { what, measured, met: false };
+  return { what, measured, met: undefined, straddles: known.length === parts.length };
+}
+
+/** The targets of BENCHMARKS.md's table; each ratio median [min–max] over the rounds. */
+export function targets(run: RunResult): Target[] {
   const by = (id: string) => run.backends.find((b) => b.id === id && b.cells.size > 0);
+  const memory = by("memory");
   const redis = by("redis");
   const pgb = by("postgres");
-  const high = run.settings.concurrency.filter((c) => c >= 16);
-  const out: Target[] = [
-    ratioTarget(
-      "Redis first delivery, ours/ioredis ≥ 2× Powertools",
-      redis,
-      "first",
-      "ours/ioredis",
-      "powertools/@redis",
-      high,
-      2,
-    ),
-    ratioTarget(
-      "Redis first delivery, ours/@redis ≥ 1.25× Powertools",
-      redis,
-      "first",
-      "ours/@redis",
-      "powertools/@redis",
-      high,
-      1.25,
-    ),
-    ratioTarget(
-      "Redis duplicate, ours/ioredis ≥ 3× Powertools",
-      redis,
-      "duplicate",
-      "ours/ioredis",
-      "powertools/@redis",
-      high,
-      3,
-    ),
-    ratioTarget(
-      "Redis duplicate, ours/@redis ≥ 2× Powertools",
-      redis,
-      "duplicate",
-      "ours/@redis",
-      "powertools/@redis",
-      high,
-      2,
-    ),
-    ratioTarget(
-      "(extra) Redis first delivery, ours/ioredis+autopipe ≥ 2× Powertools",
-      redis,
-      "first",
-      "ours/ioredis+autopipe",
-      "powertools/@redis",
-      high,
-      2,
-    ),
-  ];
-  for (const path of ["first", "duplicate", "contention"] as const) {
-    out.push(
-      ratioTarget(
-        `PostgreSQL ${path} ≥ 3× the row-lock design`,
-        pgb,
-        path,
-        "ours",
-        "row-lock",
-        high,
-        3,
-      ),
-    );
+  const at = 16;
+  const perPath = (
+    b: BackendResult | undefined,
+    a: string,
+    other: string,
+    metric: Metric,
+    paths: readonly Path[] = PATHS,
+  ) => paths.map((path) => [path, cellRatio(b, path, at, a, other, metric)] as const);
+  const out: Target[] = [];
+  const g = run.gateway;
+  for (const [name, r] of g
+    ? ([
+        ["duplicate", g.duplicate],
+        ["held", g.held],
+      ] as const)
+    : []) {
+    const slowest = Math.min(r.http, r.message);
+    const within = r.bareClaim / slowest;
+    out.push({
+      what: `Surfaces over an instant backend, ${name}: ≥ 1,000,000 deliveries/s on one core, within 3× of a bare claim`,
+      measured: `idempotentHttp ${fmtRate(r.http)}/s, idempotentMessage ${fmtRate(r.message)}/s; bare claim ÷ slowest ${ratio(within)}`,
+      met: slowest >= 1_000_000 && within <= 3,
+    });
   }
-  // Within 1.2× of the floor: ours' ops/s at least 1/1.2 of the floor's, at 16 in flight.
+  out.push(
+    spreadTarget(
+      "InMemoryLock, every path within 1.5× of its floor (floor ÷ ours, ops/s, 16 in flight)",
+      perPath(memory, "floor", "ours", "ops"),
+      1.5,
+      "atMost",
+    ),
+    spreadTarget(
+      "Redis standalone, ours/ioredis client CPU per operation within 1.2× of the floor's, every path (16 in flight)",
+      perPath(redis, "ours/ioredis", "floor/ioredis", "clientCpu"),
+      1.2,
+      "atMost",
+    ),
+    spreadTarget(
+      "Redis standalone, ours/ioredis ops/s ≥ 0.85× the floor, every path (16 in flight)",
+      perPath(redis, "ours/ioredis", "floor/ioredis", "ops"),
+      0.85,
+      "atLeast",
+    ),
+    spreadTarget(
+      "Redis, ours/@redis first delivery ≥ 1.25× Powertools (16 in flight)",
+      perPath(redis, "ours/@redis", "powertools/@redis", "ops", ["first"]),
+      1.25,
+      "atLeast",
+    ),
+    spreadTarget(
+      "Redis, ours/@redis duplicate ≥ 2× Powertools (16 in flight)",
+      perPath(redis, "ours/@redis", "powertools/@redis", "ops", ["duplicate"]),
+      2,
+      "atLeast",
+    ),
+    spreadTarget(
+      "PostgreSQL, every path ≥ 0.85× the floor (16 in flight)",
+      perPath(pgb, "ours", "floor", "ops"),
+      0.85,
+      "atLeast",
+    ),
+    spreadTarget(
+      "PostgreSQL, duplicate and contention ≥ 3× the row-lock design (16 in flight)",
+      perPath(pgb, "ours", "row-lock", "ops", ["duplicate", "contention"]),
+      3,
+      "atLeast",
+    ),
+  );
+  // Every ratio above that has a spread: how far its rounds stray from their median.
+  const widths: Array<[string, number]> = [];
   for (const b of run.backends) {
-    if (b.cells.size === 0) continue;
     for (const ours of b.contenders.filter((c) => c.role === "ours" && c.floor !== undefined)) {
-      const parts: string[] = [];
-      let met: boolean | undefined = true;
       for (const path of PATHS) {
-        const a = rate(b, path, 16, ours.name);
-        const f = rate(b, path, 16, ours.floor!);
-        if (a === undefined || f === undefined) continue;
-        const r = f / a;
-        if (r > 1.2) met = false;
-        parts.push(`${path} ${ratio(r)}`);
+        const a = cell(b, path, at, ours.name);
+        const r = cellRatio(b, path, at, ours.name, ours.floor!, "ops");
+        // One round has no spread to speak of: it is not evidence that the ratio holds still.
+        if (r && a && a.rounds.length > 1)
+          widths.push([`${b.id} ${ours.name} ${path}`, halfWidth(r)]);
       }
-      if (parts.length === 0) met = undefined;
-      out.push({
-        what: `${b.title}, ${ours.name}: within 1.2× of its floor at 16 in flight (floor ÷ ours)`,
-        measured: parts.join(", ") || "—",
-        met,
-      });
     }
   }
+  const worst = widths.sort((x, y) => y[1] - x[1]).slice(0, 3);
+  out.push({
+    what: "Spread of each ours ÷ floor ratio over rounds within ±10 % (quiet machine)",
+    measured:
+      worst.length === 0
+        ? "—"
+        : `widest: ${worst.map(([n, w]) => `${n} ±${(w * 100).toFixed(0)} %`).join(", ")}`,
+    met: worst.length === 0 ? undefined : worst[0]![1] <= 0.1,
+  });
   for (const id of ["redis", "postgres"]) {
-    const s = run.scales.find((x) => x.id === id);
-    const first = s?.results[0]?.opsPerSec;
-    const last = s?.results.at(-1)?.opsPerSec;
+    const sc = run.scales.find((x) => x.id === id);
+    const first = sc?.results[0]?.opsPerSec;
+    const last = sc?.results.at(-1)?.opsPerSec;
     const known = first !== undefined && last !== undefined && first > 0;
     out.push({
-      what: `Scale, ${id}: ≤ 10 % loss from ${s ? compactCount(s.sizes[0]!) : "1k"} to ${s ? compactCount(s.sizes.at(-1)!) : "1M"} keys`,
+      what: `Scale, ${id}: ≤ 10 % loss from ${sc ? compactCount(sc.sizes[0]!) : "1k"} to ${sc ? compactCount(sc.sizes.at(-1)!) : "1M"} keys`,
       measured: known ? `${ratio(last / first)} (${fmtRate(first)} → ${fmtRate(last)} ops/s)` : "—",
       met: known ? last / first >= 0.9 : undefined,
     });
   }
-  const g = run.gateway;
-  out.push({
-    what: "Gateway: ≥ 500,000 lock() cycles/s over an instant backend, one core",
-    measured: g ? `${fmtRate(g.lock)} /s` : "—",
-    met: g ? g.lock >= 500_000 : undefined,
-  });
   return out;
 }
+
+/**
+ * --repeat N: each pass's median ours ÷ floor at 16 in flight, and whether the passes agree
+ * within ±10 % of their common median; then each target's verdict pass by pass.
+ */
+function repeatSection(runs: readonly RunResult[]): string[] {
+  const lines = [
+    `## Repeats: ${runs.length} passes`,
+    "",
+    `Load average at the start of each pass: ${runs.map((r) => r.loadAtStart).join("; ")}.`,
+    "",
+    "| backend | system | path | median ours ÷ floor per pass | across passes | agree ±10 % |",
+    "|---|---|---|---|---|---|",
+  ];
+  const last = runs.at(-1)!;
+  for (const b of last.backends) {
+    for (const ours of b.contenders.filter((c) => c.role === "ours" && c.floor !== undefined)) {
+      for (const path of PATHS) {
+        const medians = runs.map(
+          (r) =>
+            cellRatio(
+              r.backends.find((x) => x.id === b.id),
+              path,
+              16,
+              ours.name,
+              ours.floor!,
+            )?.median,
+        );
+        const known = medians.filter((m): m is number => m !== undefined);
+        const across = spread(known);
+        if (!across) continue;
+        lines.push(
+          `| ${b.id} | ${ours.name} | ${path} | ${medians.map((m) => (m === undefined ? "—" : ratio(m))).join(", ")} | ${fmtSpread(across)} | ${halfWidth(across) <= 0.1 ? "yes" : "**no**"} |`,
+        );
+      }
+    }
+  }
+  lines.push("", "| target | verdict per pass |", "|---|---|");
+  const perPass = runs.map((r) => targets(r));
+  perPass[0]!.forEach((t, k) => {
+    lines.push(`| ${t.what} | ${perPass.map((p) => (p[k] ? verdict(p[k]) : "—")).join(" · ")} |`);
+  });
+  lines.push("");
+  return lines;
+}
+
+const fmtUs = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
 
 function compactCount(n: number): string {
   return n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n);
@@ -187,26 +274,26 @@ function backendSection(b: BackendResult, concurrency: readonly number[]): strin
     b.contenders.find((c) => c.role === "ours" && c.floor === floor) ??
     b.contenders.find((c) => c.role === "ours");
   lines.push(
-    "| path | in flight | system | ops/s | p50 ms | p99 ms | ÷ floor | ours ÷ it |",
-    "|---|--:|---|--:|--:|--:|--:|--:|",
+    "| path | in flight | system | ops/s | p50 ms | p99 ms | client CPU µs/op | server CPU µs/op | ÷ floor | ours ÷ it |",
+    "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|",
   );
   for (const path of PATHS) {
     for (const c of concurrency) {
       for (const who of b.contenders) {
         const r: Result | undefined = b.cells.get(cellKey(path, c, who.name));
         if (r === undefined) continue;
-        const floor =
-          who.floor === undefined ? undefined : b.cells.get(cellKey(path, c, who.floor));
-        const vsFloor = floor && floor.opsPerSec > 0 ? ratio(r.opsPerSec / floor.opsPerSec) : "";
+        const vsFloor =
+          who.floor === undefined ? undefined : cellRatio(b, path, c, who.name, who.floor);
         let oursOverIt = "";
         if (who.role === "peer" || who.role === "design") {
           const ours = oursFor(who.floor);
-          const o = ours && b.cells.get(cellKey(path, c, ours.name));
-          if (o && r.opsPerSec > 0)
-            oursOverIt = `${ratio(o.opsPerSec / r.opsPerSec)} (${ours.name})`;
+          const o = ours && cellRatio(b, path, c, ours.name, who.name);
+          if (ours && o) oursOverIt = `${fmtSpread(o)} (${ours.name})`;
         }
+        const clientCpu = spread(r.clientCpu);
+        const serverCpu = r.serverCpu && spread(r.serverCpu);
         lines.push(
-          `| ${path} | ${c} | ${who.name} | ${fmtRate(r.opsPerSec)} | ${fmtMs(r.p50)} | ${fmtMs(r.p99)} | ${vsFloor} | ${oursOverIt} |`,
+          `| ${path} | ${c} | ${who.name} | ${fmtRate(r.opsPerSec)} | ${fmtMs(r.p50)} | ${fmtMs(r.p99)} | ${clientCpu ? fmtUs(clientCpu.median) : ""} | ${serverCpu ? fmtUs(serverCpu.median) : ""} | ${vsFloor ? fmtSpread(vsFloor) : ""} | ${oursOverIt} |`,
         );
       }
     }
@@ -226,7 +313,9 @@ export function renderMarkdown(run: RunResult): string {
     `- Machine: ${run.machine}`,
     `- Node ${run.node}; client, servers and emulators on the same machine (127.0.0.1)`,
     `- Load average (1/5/15 min): ${run.loadAtStart} at start, ${run.loadAtEnd} at the end. Other processes share these cores: compare within a run, not across runs.`,
-    `- Each cell: ${s.rounds} round(s); in each round every system of the backend in turn, ${s.warmupMs} ms warm-up then ${s.roundMs} ms timed, with the given number of operations in flight in one process. ops/s over all timed rounds; p50/p99 of every operation's latency.`,
+    `- Each cell: ${s.rounds} round(s); in each round every system of the backend in turn (the order reversed every other round), ${s.warmupMs} ms warm-up then ${s.roundMs} ms timed, with the given number of operations in flight in one process. ops/s over all timed rounds; p50/p99 of every operation's latency.`,
+    "- Every ratio is taken round by round (the two cells of a round ran back to back) and shown as the median with [min–max] over the rounds; a target is met only when the whole spread is on its side, and a spread that straddles it is called neither.",
+    "- CPU µs/op: the client process's own CPU time (`process.cpuUsage`) and the server's (Redis `INFO cpu`; every `postgres` or `mariadbd` process from `/proc`) over each timed round, divided by the operations in it; the median over rounds. On shared cores CPU per operation holds still where ops/s does not.",
     `- Paths: ${PATHS.map((p) => `**${p}** = ${PATH_TITLE[p]}`).join("; ")}. Duplicates cycle over ${s.dupKeys.toLocaleString("en-US")} done keys.`,
     "- **floor** = the same number of round trips as the library makes on that path, raw, with the driver alone (per backend below); **row-lock** = the classic `BEGIN; SELECT … FOR UPDATE; INSERT or UPDATE; COMMIT` claim; peers are other libraries on the same server in the same run.",
     "",
@@ -234,7 +323,7 @@ export function renderMarkdown(run: RunResult): string {
     "",
     "| target | measured | |",
     "|---|---|---|",
-    ...targets(run).map((t) => `| ${t.what} | ${t.measured} | ${verdict(t.met)} |`),
+    ...targets(run).map((t) => `| ${t.what} | ${t.measured} | ${verdict(t)} |`),
     "",
   ];
   if (run.charts.throughput) {
@@ -245,6 +334,7 @@ export function renderMarkdown(run: RunResult): string {
       "",
     );
   }
+  if (run.repeats) lines.push(...repeatSection(run.repeats));
   lines.push("## Backends", "");
   for (const b of run.backends) lines.push(...backendSection(b, s.concurrency));
   lines.push("## Scale: keys already stored", "");
@@ -296,6 +386,15 @@ export function renderMarkdown(run: RunResult): string {
       `| without \`auth\` | ${fmtRate(g.push)} | | ${(1e6 / g.push).toFixed(1)} |`,
       `| with \`auth\`, one token for every push (as Pub/Sub sends it; verified once) | ${fmtRate(g.pushWithAuth)} | ${ratio(g.pushWithAuth / g.push)} | ${(1e6 / g.pushWithAuth).toFixed(1)} |`,
       `| with \`auth\`, a new token each push (RS256 verified every time; ${g.newTokens.toLocaleString("en-US")} pushes) | ${fmtRate(g.pushWithNewTokens)} | ${ratio(g.pushWithNewTokens / g.push)} | ${(1e6 / g.pushWithNewTokens).toFixed(1)} |`,
+      "",
+      `Expected outcomes through the surfaces, over a backend that answers every claim with a done key (duplicate) or a held one, ${g.deliveries.toLocaleString("en-US")} deliveries one after another:`,
+      "",
+      "| path | bare claim /s | idempotentHttp /s | idempotentMessage /s | bare ÷ slowest |",
+      "|---|--:|--:|--:|--:|",
+      ...(["duplicate", "held"] as const).map((name) => {
+        const r = g[name];
+        return `| ${name} | ${fmtRate(r.bareClaim)} | ${fmtRate(r.http)} | ${fmtRate(r.message)} | ${ratio(r.bareClaim / Math.min(r.http, r.message))} |`;
+      }),
       "",
     );
   }

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Duplicate, InProgress, type LockBackend, lock, mutex } from "gcp-pubsub-idempotency";
-import type { Op, Result, Settings } from "./runner.js";
+import type { Op, Result, ServerCpu, Settings } from "./runner.js";
 
 export type Path = "first" | "duplicate" | "contention" | "mutex";
 export const PATHS: readonly Path[] = ["first", "duplicate", "contention", "mutex"];
@@ -40,6 +40,8 @@ export interface StartedBackend {
   floorNote: string;
   open(concurrency: number): Promise<Session>;
   stop(): Promise<void>;
+  /** The server's CPU time, for CPU per operation on its side (absent: not measured). */
+  serverCpu?: ServerCpu;
 }
 
 export interface BackendBench {
@@ -56,6 +58,8 @@ export interface BackendResult {
   floorNote: string;
   loadAtStart: string;
   seconds: number;
+  /** Whether server CPU per operation was measured (the process is visible in /proc). */
+  serverCpu: boolean;
   /** In order of first appearance. */
   contenders: Array<{ name: string; role: Role; floor?: string }>;
   /** `${path}|${concurrency}|${contender}` */

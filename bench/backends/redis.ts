@@ -31,6 +31,14 @@ import {
 
 const NOOP = script("return 1");
 
+/** used_cpu_user + used_cpu_sys from INFO cpu, in µs: the server's own count, to the µs. */
+export async function redisCpu(info: () => Promise<string>): Promise<number | undefined> {
+  const text = await info();
+  const user = /used_cpu_user:([\d.]+)/.exec(text)?.[1];
+  const sys = /used_cpu_sys:([\d.]+)/.exec(text)?.[1];
+  return user === undefined || sys === undefined ? undefined : (Number(user) + Number(sys)) * 1e6;
+}
+
 /** As many no-op script calls as RedisLock makes: 2 per first delivery or mutex cycle, else 1. */
 export function redisFloor(
   name: string,
@@ -169,6 +177,7 @@ export const redisBench: BackendBench = {
         floorNote:
           "a no-op EVALSHA per round trip RedisLock makes (2 for a first delivery or a mutex cycle, 1 otherwise), same client",
         open: async () => ({ contenders, close: async () => {} }),
+        serverCpu: () => redisCpu(() => io.info("cpu")),
         stop: async () => {
           await pt.stop();
           await cleanUp();
@@ -220,6 +229,14 @@ export const redisClusterBench: BackendBench = {
         versions: `Redis ${serverVersion}, 3 masters on ${servers.nodes.map((n) => n.port).join(", ")}; ioredis Cluster, @redis/client createCluster`,
         floorNote: "a no-op EVALSHA per round trip, routed by the same key",
         open: async () => ({ contenders, close: async () => {} }),
+        serverCpu: async () => {
+          const each = await Promise.all(
+            io.nodes("master").map((n) => redisCpu(() => n.info("cpu"))),
+          );
+          return each.some((x) => x === undefined)
+            ? undefined
+            : each.reduce<number>((sum, x) => sum + (x ?? 0), 0);
+        },
         stop: async () => {
           io.disconnect();
           await nr.close();

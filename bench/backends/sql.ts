@@ -14,7 +14,7 @@ import Database from "better-sqlite3";
 import { SqlLock } from "gcp-pubsub-idempotency/sql";
 import mysql from "mysql2/promise";
 import pg from "pg";
-import type { Settings } from "../runner.js";
+import { processCpu, type Settings } from "../runner.js";
 import {
   type BackendBench,
   type Contender,
@@ -240,6 +240,9 @@ export const postgresBench: BackendBench = {
         return { contenders: pgContenders(pool, settings), close: () => pool.end() };
       },
       stop: () => db.drop(),
+      // Every postgres process: the backends serving the pool, plus the writer and WAL
+      // writer whose work a commit causes.
+      serverCpu: processCpu(["postgres"]),
     };
   },
 };
@@ -345,6 +348,7 @@ export const mariadbBench: BackendBench = {
           return { contenders: myContenders(pool, settings), close: () => pool.end() };
         },
         stop: drop,
+        serverCpu: processCpu(["mariadbd"]),
       };
     } catch (error) {
       await drop();

@@ -2,26 +2,45 @@
  * A functions-framework function, loaded by the framework's own CLI (`functions-framework
  * --source functional/workers/functions.ts --target orders`). FUNCTIONAL_SURFACE picks the
  * signature: `cloudevent` wraps the body with `idempotent` (the framework turns the raw push
- * body into a CloudEvent; contention is a 500), `http` with `idempotentHttp` (a 503).
+ * body into a CloudEvent; contention is a 500), `http` with `idempotentHttp` (a 503). The
+ * transactional sink's topic goes to the same surface in transaction mode.
  */
-import { cloudEvent, http } from "@google-cloud/functions-framework";
+import { type CloudEvent, cloudEvent, http } from "@google-cloud/functions-framework";
 import { idempotent, idempotentHttp, parseCloudEvent } from "gcp-pubsub-idempotency";
-import { backend, keyOf, leaseMs, logger, onDuplicate, placeOrder } from "./guarded.js";
+import {
+  backend,
+  insertOrder,
+  keyOf,
+  leaseMs,
+  logger,
+  onDuplicate,
+  placeOrder,
+  TRANSACTION_TOPIC,
+  transactionalBackend,
+} from "./guarded.js";
 
-const options = { backend, leaseMs, heartbeat: true, logger, onDuplicate } as const;
+const options = { leaseMs, heartbeat: true, logger, onDuplicate } as const;
 
 if (process.env.FUNCTIONAL_SURFACE === "http") {
-  http(
-    "orders",
-    idempotentHttp({ ...options, key: ({ message }) => keyOf(message) }, (message) =>
-      placeOrder(message),
-    ),
+  const key = ({ message }: { message: Parameters<typeof keyOf>[0] }) => keyOf(message);
+  const supplied = idempotentHttp({ ...options, backend, key }, (message) => placeOrder(message));
+  const transactional = idempotentHttp(
+    { ...options, backend: transactionalBackend, transaction: true, key },
+    (message, tx) => insertOrder(message, tx),
+  );
+  http("orders", (req, res) =>
+    req.path.includes(TRANSACTION_TOPIC) ? transactional(req, res) : supplied(req, res),
   );
 } else {
-  cloudEvent(
-    "orders",
-    idempotent({ ...options, key: (event) => keyOf(parseCloudEvent(event)) }, (event) =>
-      placeOrder(parseCloudEvent(event)),
-    ),
+  const key = (event: Parameters<typeof parseCloudEvent>[0]) => keyOf(parseCloudEvent(event));
+  const supplied = idempotent({ ...options, backend, key }, (event) =>
+    placeOrder(parseCloudEvent(event)),
+  );
+  const transactional = idempotent(
+    { ...options, backend: transactionalBackend, transaction: true, key },
+    (event, tx) => insertOrder(parseCloudEvent(event), tx),
+  );
+  cloudEvent("orders", (event: CloudEvent<unknown>) =>
+    String(event.source).includes(TRANSACTION_TOPIC) ? transactional(event) : supplied(event),
   );
 }

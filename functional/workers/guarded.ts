@@ -12,8 +12,11 @@ import {
   type Logger,
   mutex,
   type ParsedMessage,
+  type TransactionalLockBackend,
 } from "gcp-pubsub-idempotency";
 import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
+import { SqlLock } from "gcp-pubsub-idempotency/sql";
+import pg from "pg";
 import { sendOrder } from "../../test/support/supplier.js";
 import type { WorkerEvent } from "../records.js";
 
@@ -46,21 +49,43 @@ const store = new DatastoreLock({
   namespace: required("FUNCTIONAL_NAMESPACE"),
 });
 
-/** The store as the gateway sees it, reporting each claim won over a lapsed or released one. */
-export const backend: LockBackend = {
-  async claim(key, ms) {
-    const outcome = await store.claim(key, ms);
-    if (outcome.status === "won" && outcome.claim.fencingId > 1)
-      record({ kind: "reclaim", key, fence: outcome.claim.fencingId });
-    return outcome;
-  },
-  complete: (claim) => store.complete(claim),
-  async release(claim) {
-    record({ kind: "release", key: claim.key, fence: claim.fencingId });
-    await store.release(claim);
-  },
-  renew: (claim, ms) => store.renew(claim, ms),
+/** A store as the gateway sees it, reporting each claim won over a lapsed or released one. */
+type Recorded = Required<Pick<LockBackend, "claim" | "complete" | "release" | "renew">>;
+function recorded(inner: Recorded): Recorded {
+  return {
+    async claim(key, ms) {
+      const outcome = await inner.claim(key, ms);
+      if (outcome.status === "won" && outcome.claim.fencingId > 1)
+        record({ kind: "reclaim", key, fence: outcome.claim.fencingId });
+      return outcome;
+    },
+    complete: (claim) => inner.complete(claim),
+    async release(claim) {
+      record({ kind: "release", key: claim.key, fence: claim.fencingId });
+      await inner.release(claim);
+    },
+    renew: (claim, ms) => inner.renew(claim, ms),
+  };
+}
+
+export const backend: LockBackend = recorded(store);
+
+/**
+ * The transactional sink's store: SqlLock on the harness's PostgreSQL database, whose
+ * `orders` table (no unique constraint) the body writes with plain INSERTs in the same
+ * transaction as DONE.
+ */
+const pool = new pg.Pool({ connectionString: required("FUNCTIONAL_DATABASE_URL"), max: 8 });
+// A connection cut while idle (the harness's SIGKILLs only hit this process) must not crash it.
+pool.on("error", () => {});
+const sqlStore = new SqlLock({ client: pool, table: "idempotency_records" });
+export const transactionalBackend: TransactionalLockBackend<pg.PoolClient> = {
+  ...recorded(sqlStore),
+  completeInTransaction: (claim, body) => sqlStore.completeInTransaction(claim, body),
 };
+
+/** Pushes of the transactional sink's topics (`txn-<run>`) go to its own handler. */
+export const TRANSACTION_TOPIC = "/topics/txn-";
 
 /**
  * The idempotency key. `scenario` is the publisher's stream name, the same for every
@@ -117,6 +142,27 @@ export async function placeOrder(message: ParsedMessage): Promise<void> {
   record({ kind: "supplied", key });
   if (crashable && Math.random() < crashChance) {
     // The crash window "key your sink" closes: sent, not yet completed.
+    record({ kind: "crash", key });
+    process.kill(process.pid, "SIGKILL");
+  }
+}
+
+/**
+ * The transactional body: one plain INSERT into `orders`, in the transaction that commits
+ * the key's DONE. A crashable order may kill this process after the INSERT, before the
+ * commit: the server rolls the row back with the unfinished transaction.
+ */
+export async function insertOrder(message: ParsedMessage, tx: pg.PoolClient): Promise<void> {
+  const { orderId = message.messageId, crashable } = message.attributes;
+  const key = keyOf(message);
+  record({ kind: "body", key, messageId: message.messageId });
+  await tx.query({
+    name: "functional_insert_order",
+    text: "INSERT INTO orders (order_id, message_id, worker) VALUES ($1, $2, $3)",
+    values: [orderId, message.messageId, worker],
+  });
+  if (crashable && Math.random() < crashChance) {
+    // Inserted, DONE not yet written, nothing committed.
     record({ kind: "crash", key });
     process.kill(process.pid, "SIGKILL");
   }

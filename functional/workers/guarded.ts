@@ -6,8 +6,10 @@
  * Configured by the harness through the environment (see WorkerEnv in ../fleet.ts).
  */
 import { appendFileSync } from "node:fs";
+import type { Request, Response } from "express";
 import {
   InProgress,
+  idempotentHttp,
   type LockBackend,
   type Logger,
   mutex,
@@ -85,7 +87,7 @@ export const transactionalBackend: TransactionalLockBackend<pg.PoolClient> = {
 };
 
 /** Pushes of the transactional sink's topics (`txn-<run>`) go to its own handler. */
-export const TRANSACTION_TOPIC = "/topics/txn-";
+const TRANSACTION_TOPIC = "/topics/txn-";
 
 /**
  * The idempotency key. `scenario` is the publisher's stream name, the same for every
@@ -122,6 +124,30 @@ export const logger: Logger = {
 };
 
 export const onDuplicate = (key: string): void => record({ kind: "duplicate", key });
+
+/** The gateway options every surface of the fleet shares; the backend comes with the sink. */
+export const gatewayOptions = { leaseMs, heartbeat: true, logger, onDuplicate } as const;
+
+/** Whether a push (its path, or a CloudEvent's source) belongs to the transactional sink. */
+export const isTransactionPush = (where: string): boolean => where.includes(TRANSACTION_TOPIC);
+
+/**
+ * Both sinks behind one HTTP handler, for the Express services and the functions-framework's
+ * http signature alike: the supplier's pushes through `idempotentHttp` on DatastoreLock, the
+ * transactional sink's through `idempotentHttp` in transaction mode on SqlLock.
+ */
+export function ordersHttp(): (req: Request, res: Response) => Promise<void> {
+  const key = ({ message }: { message: ParsedMessage }) => keyOf(message);
+  const supplied = idempotentHttp<Request, Response>(
+    { ...gatewayOptions, backend, key },
+    (message) => placeOrder(message),
+  );
+  const transactional = idempotentHttp<Request, Response, pg.PoolClient>(
+    { ...gatewayOptions, backend: transactionalBackend, transaction: true, key },
+    (message, tx) => insertOrder(message, tx),
+  );
+  return (req, res) => (isTransactionPush(req.path) ? transactional : supplied)(req, res);
+}
 
 /** The guarded body: what must happen once per key. */
 export async function placeOrder(message: ParsedMessage): Promise<void> {

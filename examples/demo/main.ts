@@ -63,8 +63,6 @@ Options:
   --wait-ms N         the gateway's waitMs: how long a held key is retried before a 503
                       (default 100)
   --seed N            seed for which orders fail or crash (default 1)
-  --help              this text
-
   --sink NAME         supplier (default): the body sends each order to the local supplier,
                       which de-duplicates on the Idempotency-Key header ("key your sink").
                       transaction: the body is one plain INSERT into an orders table of the
@@ -72,6 +70,7 @@ Options:
                       (idempotentHttp with transaction: true), so DONE commits with the row
                       and no Idempotency-Key is needed anywhere; the crash worker inserts and
                       dies before the commit. SQL backends only (sqlite, postgres, mysql).
+  --help              this text
 
 Exit code 0 only when every order is acked and held by the sink exactly once.`;
 

@@ -8,8 +8,12 @@
  *   npm run bench -- --only redis,postgres [--out FILE.md]
  *   npm run bench -- --only memory,redis --repeat 3   the selection 3 times, with the spread
  *
- * --only takes backend names (below), `scale` and `gateway`; a backend's name also selects
- * its scale run (redis, postgres, memory). A run with --only or --smoke writes only to --out.
+ * --only takes backend names (below), `scale`, `gateway` and `transaction`; a backend's name
+ * also selects its scale run (redis, postgres, memory). A run with --only or --smoke writes
+ * only to --out, except `transaction`: lockInTransaction against lock() plus its own
+ * transaction on every SQL dialect (bench/transaction.ts), written to
+ * docs/benchmarks/transaction.md by any run but --smoke (`npm run bench:transaction` is
+ * `--only transaction`).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -33,6 +37,7 @@ import {
 } from "./runner.js";
 import { memoryScale, postgresScale, redisScale, type ScaleResult } from "./scale.js";
 import { type BackendBench, type BackendResult, cellKey, PATHS } from "./suite.js";
+import { transactionBench } from "./transaction.js";
 
 const BACKENDS: BackendBench[] = [
   memoryBench,
@@ -76,7 +81,7 @@ function parseArgs(argv: string[]) {
     ?.split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  const names = new Set([...BACKENDS.map((b) => b.id), "scale", "gateway"]);
+  const names = new Set([...BACKENDS.map((b) => b.id), "scale", "gateway", "transaction"]);
   for (const n of only ?? []) {
     if (!names.has(n))
       throw new Error(`--only: unknown ${n}; choose from ${[...names].join(", ")}`);
@@ -89,7 +94,7 @@ const args = parseArgs(process.argv.slice(2));
 if (args.help) {
   console.log(
     "npm run bench -- [--quick | --smoke] [--only a,b] [--repeat N] [--out FILE.md]\n" +
-      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway`,
+      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, transaction`,
   );
   process.exit(0);
 }
@@ -116,9 +121,13 @@ const estimate =
     0,
   ) *
     cellSeconds +
-  scales.length * (settings.scaleSizes.length * 2 * cellSeconds + (args.size === "full" ? 15 : 5));
+  scales.length * (settings.scaleSizes.length * 2 * cellSeconds + (args.size === "full" ? 15 : 5)) +
+  // Three dialects, two contenders; the full run takes twice the rounds.
+  (selected("transaction")
+    ? 3 * 2 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
+    : 0);
 progress(
-  `${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
+  `${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("transaction") ? "; transaction" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
 );
 
 let failures = 0;
@@ -154,6 +163,24 @@ async function measure(pass: number): Promise<RunResult> {
     progress(
       `gateway: ${fmtRate(run.gateway.lock)} lock() cycles/s (floor ${fmtRate(run.gateway.floor)})`,
     );
+  }
+
+  if (selected("transaction")) {
+    progress("transaction: lockInTransaction vs lock() + its own transaction, each SQL dialect");
+    // The ratio sits near 1: the full run takes twice the rounds to keep it steady.
+    const rounds = args.size === "full" ? 2 * settings.rounds : settings.rounds;
+    const { markdown, failed } = await transactionBench(
+      { ...settings, rounds },
+      { command: run.command },
+    );
+    if (failed) failures++;
+    if (args.size === "smoke") {
+      console.log(markdown);
+    } else {
+      const file = join(root, "docs", "benchmarks", "transaction.md");
+      writeFileSync(file, markdown);
+      progress(`wrote ${relative(process.cwd(), file)}`);
+    }
   }
 
   for (const [index, bench] of backends.entries()) {

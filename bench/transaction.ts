@@ -8,10 +8,11 @@
  * The same statements, one commit fewer for lockInTransaction (the complete rides in the
  * business transaction). The business table has no unique constraint, as the mode allows.
  *
- *   npm run bench:transaction -- [--quick | --smoke] [--only postgres,mariadb,sqlite]
- *     [--in-flight 1,16,64] [--rounds N] [--out FILE.md]
+ * Run by the suite (bench/main.ts): `npm run bench -- --only transaction` (or its alias
+ * `npm run bench:transaction`); the full run rewrites docs/benchmarks/transaction.md, and
+ * `--smoke` runs it at a tiny size.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -27,7 +28,6 @@ import {
   type Op,
   progress,
   type Result,
-  SETTINGS,
   type Settings,
 } from "./runner.js";
 import { LEASE_MS, RUN_ID, TTL_MS, version } from "./suite.js";
@@ -199,88 +199,75 @@ async function sqlite(): Promise<Dialect> {
 
 const DIALECTS: Record<string, () => Promise<Dialect>> = { postgres, mariadb, sqlite };
 
-function parseArgs(argv: string[]) {
-  const value = (name: string) => {
-    const k = argv.indexOf(name);
-    return k === -1 ? undefined : argv[k + 1];
-  };
-  const size: Settings["size"] = argv.includes("--smoke")
-    ? "smoke"
-    : argv.includes("--quick")
-      ? "quick"
-      : "full";
-  const only = value("--only")?.split(",") ?? Object.keys(DIALECTS);
-  for (const name of only) {
-    if (!(name in DIALECTS)) throw new Error(`--only: unknown ${name}`);
-  }
-  const rounds = value("--rounds");
-  const inFlight = value("--in-flight")?.split(",").map(Number);
-  return {
-    size,
-    only,
-    out: value("--out"),
-    rounds: rounds === undefined ? undefined : Number(rounds),
-    inFlight,
-  };
+/** What {@link transactionBench} measures: dialects, in-flight counts; the rest is `settings`. */
+export interface TransactionBenchOptions {
+  /** The command that ran it, for the report's header. */
+  readonly command: string;
+  /** Dialect ids (postgres, mariadb, sqlite); default all. */
+  readonly only?: readonly string[];
+  /** Default 1, 16, 64 (1 and 16 at smoke size). */
+  readonly inFlight?: readonly number[];
 }
 
-const args = parseArgs(process.argv.slice(2));
-const settings: Settings = {
-  ...SETTINGS[args.size],
-  ...(args.rounds === undefined ? {} : { rounds: args.rounds }),
-};
-const lines: string[] = [
-  "# lockInTransaction vs lock() + its own transaction",
-  "",
-  `Written by \`npm run bench:transaction${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}\`.`,
-  "",
-  `- Date: ${new Date().toISOString()} (${args.size} size); Node ${process.version}; ${os.cpus().length} cores; servers on 127.0.0.1`,
-  `- Load average at start: ${loadAverage()}. Other processes share these cores: compare within a run.`,
-  `- Each cell: ${settings.rounds} round(s), the two interleaved, ${settings.warmupMs} ms warm-up then ${settings.roundMs} ms timed each; every operation a fresh key and one business row (no unique constraint).`,
-  "- **in-transaction** = `lockInTransaction`: claim; BEGIN; INSERT; the fenced complete; COMMIT. **lock + own tx** = `lock()` whose body does BEGIN; INSERT; COMMIT, then the complete: the same statements, one commit more.",
-  "",
-  "| dialect | in flight | in-transaction ops/s | p50 ms | p99 ms | lock + own tx ops/s | p50 ms | p99 ms | ratio |",
-  "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
-];
-const concurrency = args.inFlight ?? (args.size === "smoke" ? [1, 16] : CONCURRENCY);
-let failed = false;
-for (const id of args.only) {
-  let dialect: Dialect | undefined;
-  try {
-    dialect = await DIALECTS[id]!();
-    progress(`${dialect.title}: ${dialect.versions}`);
-    for (const c of concurrency) {
-      const session = await dialect.open(c);
-      try {
-        const pair: Array<readonly [string, Op]> = [
-          ["in-transaction", session.inTx],
-          ["lock + own tx", session.ownTx],
-        ];
-        // BENCH_REVERSED=1 times the other one first in each round, to see any order bias.
-        if (process.env.BENCH_REVERSED === "1") pair.reverse();
-        const results: Map<string, Result> = await interleaved(settings, pair, c);
-        const a = results.get("in-transaction")!;
-        const b = results.get("lock + own tx")!;
-        const ratio = a.opsPerSec / b.opsPerSec;
-        progress(
-          `  ${id} ×${c}: in-transaction ${fmtRate(a.opsPerSec)}/s, lock + own tx ${fmtRate(b.opsPerSec)}/s: ${ratio.toFixed(2)}×`,
-        );
-        lines.push(
-          `| ${dialect.title} | ${c} | ${fmtRate(a.opsPerSec)} | ${fmtMs(a.p50)} | ${fmtMs(a.p99)} | ${fmtRate(b.opsPerSec)} | ${fmtMs(b.p50)} | ${fmtMs(b.p99)} | ${ratio.toFixed(2)}× |`,
-        );
-      } finally {
-        await session.close();
-      }
-    }
-  } catch (error) {
-    failed = true;
-    progress(`  ${id} FAILED: ${error instanceof Error ? error.message : String(error)}`);
-  } finally {
-    await dialect?.stop();
+/** Every dialect, interleaved pairs at each in-flight count; resolves to the Markdown report. */
+export async function transactionBench(
+  settings: Settings,
+  options: TransactionBenchOptions,
+): Promise<{ markdown: string; failed: boolean }> {
+  const only = options.only ?? Object.keys(DIALECTS);
+  for (const name of only) {
+    if (!(name in DIALECTS)) throw new Error(`transaction bench: unknown dialect ${name}`);
   }
+  const lines: string[] = [
+    "# lockInTransaction vs lock() + its own transaction",
+    "",
+    `Written by \`${options.command}\`.`,
+    "",
+    `- Date: ${new Date().toISOString()} (${settings.size} size); Node ${process.version}; ${os.cpus().length} cores; servers on 127.0.0.1`,
+    `- Load average at start: ${loadAverage()}. Other processes share these cores: compare within a run.`,
+    `- Each cell: ${settings.rounds} round(s), the two interleaved, ${settings.warmupMs} ms warm-up then ${settings.roundMs} ms timed each; every operation a fresh key and one business row (no unique constraint).`,
+    "- **in-transaction** = `lockInTransaction`: claim; BEGIN; INSERT; the fenced complete; COMMIT. **lock + own tx** = `lock()` whose body does BEGIN; INSERT; COMMIT, then the complete: the same statements, one commit more.",
+    "",
+    "| dialect | in flight | in-transaction ops/s | p50 ms | p99 ms | lock + own tx ops/s | p50 ms | p99 ms | ratio |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+  ];
+  const concurrency = options.inFlight ?? (settings.size === "smoke" ? [1, 16] : CONCURRENCY);
+  let failed = false;
+  for (const id of only) {
+    let dialect: Dialect | undefined;
+    try {
+      dialect = await DIALECTS[id]!();
+      progress(`${dialect.title}: ${dialect.versions}`);
+      for (const c of concurrency) {
+        const session = await dialect.open(c);
+        try {
+          const pair: Array<readonly [string, Op]> = [
+            ["in-transaction", session.inTx],
+            ["lock + own tx", session.ownTx],
+          ];
+          // BENCH_REVERSED=1 times the other one first in each round, to see any order bias.
+          if (process.env.BENCH_REVERSED === "1") pair.reverse();
+          const results: Map<string, Result> = await interleaved(settings, pair, c);
+          const a = results.get("in-transaction")!;
+          const b = results.get("lock + own tx")!;
+          const ratio = a.opsPerSec / b.opsPerSec;
+          progress(
+            `  ${id} ×${c}: in-transaction ${fmtRate(a.opsPerSec)}/s, lock + own tx ${fmtRate(b.opsPerSec)}/s: ${ratio.toFixed(2)}×`,
+          );
+          lines.push(
+            `| ${dialect.title} | ${c} | ${fmtRate(a.opsPerSec)} | ${fmtMs(a.p50)} | ${fmtMs(a.p99)} | ${fmtRate(b.opsPerSec)} | ${fmtMs(b.p50)} | ${fmtMs(b.p99)} | ${ratio.toFixed(2)}× |`,
+          );
+        } finally {
+          await session.close();
+        }
+      }
+    } catch (error) {
+      failed = true;
+      progress(`  ${id} FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      await dialect?.stop();
+    }
+  }
+  lines.push("", `Load average at the end: ${loadAverage()}.`, "");
+  return { markdown: lines.join("\n"), failed };
 }
-lines.push("", `Load average at the end: ${loadAverage()}.`, "");
-const text = lines.join("\n");
-if (args.out) writeFileSync(args.out, text);
-console.log(text);
-process.exit(failed ? 1 : 0);

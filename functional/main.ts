@@ -7,7 +7,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { PubSub } from "@google-cloud/pubsub";
+import { SqlLock } from "gcp-pubsub-idempotency/sql";
 import { type Emulator, PROJECT, startEmulator } from "../test/support/gcloud-emulator.js";
+import { startPostgres } from "../test/support/sql.js";
 import { startSupplier } from "../test/support/supplier.js";
 import { FLEET, Fleet } from "./fleet.js";
 import { startProxy } from "./proxy.js";
@@ -19,6 +21,9 @@ import {
   type PublishedMessage,
   QUIET_SCENARIOS,
   type Scenario,
+  type SinkDatabase,
+  type SinkTally,
+  transactionSink,
 } from "./scenarios.js";
 
 const HELP = `npm run functional -- [options]
@@ -27,7 +32,9 @@ Starts the Pub/Sub emulator and the Firestore emulator in Datastore mode (or use
 PUBSUB_EMULATOR_HOST / DATASTORE_EMULATOR_HOST), a supplier that de-duplicates on the
 Idempotency-Key header, ${FLEET.length} worker processes (${FLEET.join(", ")}) on
 DatastoreLock behind a round-robin proxy, and push subscriptions into it. Runs the quiet
-scenarios side by side, then the crash storm, prints a table and writes
+scenarios side by side, then the crash storm beside the transactional sink (SqlLock with
+transaction: true, plain INSERTs into a table of a fresh database on the PostgreSQL at
+DATABASE_URL, default 127.0.0.1:5432), prints a table and writes
 functional/results/latest.json. Exit code 1 when any invariant is violated.
 
 Loopback only: the suite and its workers run under test/harness/network-guard.mjs, which
@@ -35,7 +42,8 @@ refuses any connection or name lookup beyond 127.0.0.0/8, ::1 and localhost; a r
 in any of them fails the run.
 
 Options:
-  --orders N        crash-storm orders, each published twice (default 1000)
+  --orders N        crash-storm orders, each published twice (default 1000); the
+                    transactional sink gets a tenth as many (at least 20)
   --lease-ms N      the workers' lease (default 5000: crashed holders are reclaimed in the run;
                     shorter leases lapse on this loaded emulator before complete lands)
   --crash-chance P  chance a storm body kills its worker between the supplier call and
@@ -130,6 +138,30 @@ try {
   for (const e of [pubsubEmulator, datastoreEmulator])
     say(`emulator at ${e.host}${e.owned ? `, started in ${e.startupMs} ms` : " (existing)"}`);
 
+  const postgres = await startPostgres();
+  stops.push(() => postgres.drop());
+  const sinkPool = postgres.pool(2);
+  // The workers' record table and the business table: no unique constraint on orders.
+  await new SqlLock({ client: sinkPool, table: "idempotency_records" }).ensureSchema();
+  await sinkPool.query(
+    "CREATE TABLE orders (order_id text NOT NULL, message_id text NOT NULL, worker text NOT NULL)",
+  );
+  const database: SinkDatabase = {
+    async tally(): Promise<SinkTally> {
+      const rows = await sinkPool.query<{ order_id: string; n: string }>(
+        "SELECT order_id, count(*) AS n FROM orders GROUP BY order_id",
+      );
+      const done = await sinkPool.query<{ n: string }>(
+        "SELECT count(*) AS n FROM idempotency_records WHERE state = 'done'",
+      );
+      return {
+        counts: new Map(rows.rows.map((row) => [row.order_id, Number(row.n)])),
+        doneRecords: Number(done.rows[0]?.n ?? 0),
+      };
+    },
+  };
+  say(`PostgreSQL database ${postgres.database} for the transactional sink`);
+
   const supplier = await startSupplier();
   stops.push(() => supplier.close());
   const fleet = await Fleet.start({
@@ -142,6 +174,7 @@ try {
       DATASTORE_EMULATOR_HOST: datastoreEmulator.host,
       GCLOUD_PROJECT: PROJECT,
       METADATA_SERVER_DETECTION: "none",
+      FUNCTIONAL_DATABASE_URL: postgres.url,
     },
   });
   stops.push(() => fleet.stop());
@@ -151,6 +184,7 @@ try {
     repushScenarios: new Set([
       ...QUIET_SCENARIOS.map((s) => s.name).filter((name) => name !== "poison"),
       "crash-storm",
+      "transaction-sink",
     ]),
   });
   stops.push(() => proxy.close());
@@ -170,6 +204,7 @@ try {
     deadLettered: new Map(),
     random,
     closers: [],
+    database,
   };
 
   interface Running {
@@ -234,9 +269,13 @@ try {
   // An acked message must not come back: wait out one emulator redelivery interval (~1 s).
   await new Promise((resolve) => setTimeout(resolve, 2_500));
 
-  say(`crash storm: ${orders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`);
+  const sinkOrders = Math.max(20, Math.round(orders / 10));
+  say(
+    `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`,
+  );
   let nextKill = Date.now() + killEveryMs;
-  const storm = await runAll([crashStorm({ orders })], 240_000 + orders * 100, () => {
+  const stormScenarios = [crashStorm({ orders }), transactionSink({ orders: sinkOrders })];
+  const storm = await runAll(stormScenarios, 240_000 + orders * 100, () => {
     if (Date.now() < nextKill) return;
     nextKill = Date.now() + killEveryMs * (0.5 + random());
     // Keep at least two instances serving, so the storm still makes progress.
@@ -257,6 +296,9 @@ try {
   const scenarioOfMessage = new Map<string, string>();
   for (const r of [...quiet, ...storm])
     for (const m of r.published) scenarioOfMessage.set(m.messageId, r.scenario.name);
+  const sinks = new Map<string, SinkTally>();
+  for (const r of [...quiet, ...storm])
+    if (r.scenario.sink) sinks.set(r.scenario.name, await r.scenario.sink(ctx));
   const unattributed = events.filter(
     (e) => !scenarioOfKey(e.key) && !scenarioOfMessage.has(e.messageId ?? ""),
   );
@@ -278,8 +320,13 @@ try {
     const supplierIds = [
       ...new Set(r.published.filter((m) => !m.poison).map((m) => `${name}/${m.orderId}`)),
     ];
-    const accepted = (id: string) => supplier.accepted.get(id) ?? 0;
-    const resends = supplierIds.reduce((n, id) => n + (supplier.deduplicated.get(id) ?? 0), 0);
+    // The scenario's own sink counts by order id; the supplier's ids are `<scenario>/<order>`.
+    const sink = sinks.get(name);
+    const accepted = (id: string) =>
+      sink ? (sink.counts.get(id.slice(name.length + 1)) ?? 0) : (supplier.accepted.get(id) ?? 0);
+    const resends = sink
+      ? 0
+      : supplierIds.reduce((n, id) => n + (supplier.deduplicated.get(id) ?? 0), 0);
     const unacked = r.published.filter((m) =>
       m.poison
         ? !ctx.deadLettered.has(m.orderId)
@@ -330,6 +377,13 @@ try {
       f.notes.bodyRunsAbovePerOrder = f.bodyRuns - f.supplierOrders;
       f.notes.leaseMs = leaseMs;
     }
+    if (sink) {
+      f.notes.sinkRows = [...sink.counts.values()].reduce((n, c) => n + c, 0);
+      f.notes.doneRecords = sink.doneRecords;
+      f.notes.selfCrashesBetweenInsertAndCommit = count("crash");
+      if (sink.doneRecords !== f.supplierOrders)
+        f.violations.push(`${sink.doneRecords} DONE records, expected ${f.supplierOrders}`);
+    }
     // The invariants every scenario shares.
     if (f.supplierExactlyOnce !== f.supplierOrders)
       f.violations.push(
@@ -363,7 +417,7 @@ try {
     ["crashes", (f) => f.crashes],
     ["reclaims", (f) => f.reclaims],
     [
-      "supplier once/missing/extra",
+      "sink once/missing/extra",
       (f) => `${f.supplierExactlyOnce}/${f.supplierMissing}/${f.supplierExtra}`,
     ],
     ["unacked", (f) => f.unacked],
@@ -403,7 +457,7 @@ try {
     emulators: { pubsub: pubsubEmulator.host, datastore: datastoreEmulator.host },
     scenarios: figures.map((f) => ({
       ...f,
-      claim: [...QUIET_SCENARIOS, crashStorm({ orders })].find((s) => s.name === f.scenario)?.claim,
+      claim: [...QUIET_SCENARIOS, ...stormScenarios].find((s) => s.name === f.scenario)?.claim,
     })),
   };
   const json = `${JSON.stringify(result, null, 2)}\n`;

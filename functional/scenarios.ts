@@ -26,6 +26,14 @@ export interface Context {
   readonly random: () => number;
   /** Pull subscribers and the like the harness must close at the end. */
   readonly closers: (() => Promise<void>)[];
+  /** The transactional sink's PostgreSQL database, as the workers write it. */
+  readonly database: SinkDatabase;
+}
+
+/** What the harness reads back from the transactional sink's database. */
+export interface SinkDatabase {
+  /** Rows of the `orders` table (no unique constraint) per order id, and the DONE records. */
+  tally(): Promise<SinkTally>;
 }
 
 export interface PublishedMessage {
@@ -78,6 +86,19 @@ export interface Scenario {
   publish(ctx: Context): Promise<{ published: PublishedMessage[]; subscriptions: string[] }>;
   /** Scenario-specific checks on the figures; push violations, add notes. */
   check(figures: Figures, records: ScenarioRecords, ctx: Context): void;
+  /**
+   * When the sink is not the supplier, what landed there. The harness then checks these
+   * counts (exactly once, none missing) instead of the supplier's.
+   */
+  sink?(ctx: Context): Promise<SinkTally>;
+}
+
+/** A sink of the scenario's own: the orders it holds, and the keys completed beside them. */
+export interface SinkTally {
+  /** How many times each order id landed. */
+  readonly counts: ReadonlyMap<string, number>;
+  /** Records in the DONE state: one per order when DONE commits with the order's row. */
+  readonly doneRecords: number;
 }
 
 interface SubscriptionSpec {
@@ -367,6 +388,16 @@ export interface StormOptions {
   readonly orders: number;
 }
 
+/** The same shuffle for every scenario that publishes copies: seeded by the harness. */
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const copies = [...items];
+  for (let i = copies.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [copies[i], copies[j]] = [copies[j] as T, copies[i] as T];
+  }
+  return copies;
+}
+
 /** Crash storm: every order published twice, shuffled; crashable bodies; workers killed. */
 export function crashStorm(options: StormOptions): Scenario {
   return {
@@ -379,17 +410,55 @@ export function crashStorm(options: StormOptions): Scenario {
         attributes: { keyBy: "order", crashable: "1" },
         behaviour: { holdMs: Math.floor(ctx.random() * 20) },
       }));
-      const copies = [...orders, ...orders];
-      for (let i = copies.length - 1; i > 0; i--) {
-        const j = Math.floor(ctx.random() * (i + 1));
-        [copies[i], copies[j]] = [copies[j] as Order, copies[i] as Order];
-      }
+      const copies = shuffled([...orders, ...orders], ctx.random);
       const published = await publishOrders(topic, "crash-storm", copies);
       return { published, subscriptions: [`storm-${ctx.run}`] };
     },
     check(f) {
       expectAtLeast(f, "crashes", f.crashes, 1);
       expectAtLeast(f, "reclaims", f.reclaims, 1);
+    },
+  };
+}
+
+/**
+ * The transactional sink (issue 16), run beside the crash storm so the harness's SIGKILLs hit
+ * it too: each order is one plain INSERT into a PostgreSQL table with no unique constraint,
+ * inside `lockInTransaction` (the surfaces' `transaction: true`), with no Idempotency-Key
+ * anywhere. Every order is published twice (a new messageId, the same business key), a
+ * quarter of the copies are pushed to two instances at once, and a crashable body may kill
+ * its worker after the INSERT and before the commit.
+ */
+export function transactionSink(options: StormOptions): Scenario {
+  return {
+    name: "transaction-sink",
+    claim: `${options.orders} orders, each published twice, some pushed to two instances at once, written by plain INSERTs in the transaction that commits DONE (PostgreSQL, no unique constraint), workers SIGKILLed, also between the INSERT and the commit: each order in the table exactly once`,
+    async publish(ctx) {
+      const topic = await pushTopic(ctx, "txn", [{ name: `txn-${ctx.run}` }]);
+      const orders: Order[] = ids("x", options.orders).map((orderId, i) => ({
+        orderId,
+        attributes: {
+          keyBy: "order",
+          crashable: "1",
+          ...(i % 4 === 0 ? { fanout: "2" } : {}),
+        },
+      }));
+      const published = await publishOrders(
+        topic,
+        "transaction-sink",
+        shuffled([...orders, ...orders], ctx.random),
+      );
+      return { published, subscriptions: [`txn-${ctx.run}`] };
+    },
+    sink: (ctx) => ctx.database.tally(),
+    check(f, records) {
+      expectAtLeast(
+        f,
+        "copies skipped or refused",
+        f.duplicatesSkipped + f.contentionNacks,
+        f.messages / 2,
+      );
+      f.notes.fannedOutPushes = records.deliveries.filter((d) => !d.answered).length;
     },
   };
 }

@@ -7,7 +7,11 @@ import { mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { InMemoryLock, type LockBackend } from "gcp-pubsub-idempotency";
+import {
+  InMemoryLock,
+  type LockBackend,
+  type TransactionalLockBackend,
+} from "gcp-pubsub-idempotency";
 import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
 import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
 import { RedisLock } from "gcp-pubsub-idempotency/redis";
@@ -54,9 +58,33 @@ const tableFor = (runId: string) => `demo_${runId.replace(/[^a-z0-9]/gi, "_")}`;
 
 export interface OpenBackend {
   readonly lock: LockBackend;
+  /** The transactional sink on this store (`--sink transaction`); only the SQL stores have one. */
+  readonly sink?: TransactionSink;
   /** Remove this run's records (best effort) and close connections. */
   close(options?: { cleanup?: boolean }): Promise<void>;
 }
+
+/**
+ * A business table of the run's own in the store's database, with NO unique constraint, that
+ * the demo writes with one plain INSERT per order inside the store's transaction
+ * (`transaction: true`): DONE commits with the row, so each order lands exactly once.
+ */
+export interface TransactionSink {
+  /** The store's lock, with its transactions. `tx` is the driver's own handle. */
+  readonly lock: TransactionalLockBackend<unknown>;
+  /** The plain INSERT of one order row, on the transaction's connection. */
+  insert(tx: unknown, orderId: string): Promise<void>;
+  /** The table's rows, counted per order id. */
+  rowsByOrder(): Promise<Map<string, number>>;
+}
+
+/** The business table's DDL: an order id per row, nothing unique. */
+const ordersDdl = (table: string) =>
+  `CREATE TABLE IF NOT EXISTS ${table} (order_id VARCHAR(64) NOT NULL)`;
+const countSql = (table: string) =>
+  `SELECT order_id, count(*) AS n FROM ${table} GROUP BY order_id`;
+const countsOf = (rows: readonly { order_id: string; n: unknown }[]) =>
+  new Map(rows.map((row) => [row.order_id, Number(row.n)]));
 
 export interface BackendEntry {
   readonly describe: string;
@@ -68,18 +96,35 @@ export interface BackendEntry {
   open(config: BackendConfig): Promise<OpenBackend>;
 }
 
-/** A pooled SQL server: a table of the run's own, dropped on cleanup. */
-async function openSqlPool(
+/**
+ * A pooled SQL server: a records table and an orders table of the run's own, dropped on
+ * cleanup. `insert` and `rows` speak the driver's own dialect on its own handles.
+ */
+async function openSqlPool<Tx>(
   pool: (pg.Pool | mysql.Pool) & { query(sql: string): Promise<unknown>; end(): Promise<void> },
   config: BackendConfig,
+  insert: (tx: Tx, table: string, orderId: string) => Promise<unknown>,
+  rows: (sql: string) => Promise<{ order_id: string; n: unknown }[]>,
 ): Promise<OpenBackend> {
   const table = tableFor(config.runId);
+  const orders = `${table}_orders`;
   const lock = new SqlLock({ client: pool, table, ttlMs: 10 * 60_000 });
   await lock.ensureSchema();
+  await pool.query(ordersDdl(orders));
   return {
     lock,
+    sink: {
+      lock: lock as TransactionalLockBackend<unknown>,
+      insert: async (tx, orderId) => {
+        await insert(tx as Tx, orders, orderId);
+      },
+      rowsByOrder: async () => countsOf(await rows(countSql(orders))),
+    },
     async close(options) {
-      if (options?.cleanup) await pool.query(`DROP TABLE IF EXISTS ${table}`);
+      if (options?.cleanup) {
+        await pool.query(`DROP TABLE IF EXISTS ${table}`);
+        await pool.query(`DROP TABLE IF EXISTS ${orders}`);
+      }
       await pool.end();
     },
   };
@@ -93,8 +138,21 @@ export const BACKENDS = {
       const db = new Database(config.sqlitePath);
       const lock = new SqlLock({ client: db, table: "demo_records", ttlMs: 10 * 60_000 });
       await lock.ensureSchema();
+      db.exec(ordersDdl("demo_orders"));
       return {
         lock,
+        sink: {
+          lock: lock as TransactionalLockBackend<unknown>,
+          async insert(tx, orderId) {
+            (tx as Database.Database)
+              .prepare("INSERT INTO demo_orders (order_id) VALUES (?)")
+              .run(orderId);
+          },
+          rowsByOrder: async () =>
+            countsOf(
+              db.prepare(countSql("demo_orders")).all() as { order_id: string; n: number }[],
+            ),
+        },
         async close(options) {
           db.close();
           if (options?.cleanup) {
@@ -108,14 +166,30 @@ export const BACKENDS = {
   postgres: {
     describe: "SqlLock on PostgreSQL at --database-url / DATABASE_URL / 127.0.0.1:5432",
     shared: true,
-    open: (config) =>
-      openSqlPool(new pg.Pool({ connectionString: config.databaseUrl, max: 16 }), config),
+    open(config) {
+      const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 16 });
+      return openSqlPool(
+        pool,
+        config,
+        (tx: pg.PoolClient, table, orderId) =>
+          tx.query(`INSERT INTO ${table} (order_id) VALUES ($1)`, [orderId]),
+        async (sql) => (await pool.query<{ order_id: string; n: string }>(sql)).rows,
+      );
+    },
   },
   mysql: {
     describe: "SqlLock on MySQL/MariaDB at --mysql-url / MYSQL_URL / 127.0.0.1:3306/test",
     shared: true,
-    open: (config) =>
-      openSqlPool(mysql.createPool({ uri: config.mysqlUrl, connectionLimit: 16 }), config),
+    open(config) {
+      const pool = mysql.createPool({ uri: config.mysqlUrl, connectionLimit: 16 });
+      return openSqlPool(
+        pool,
+        config,
+        (tx: mysql.PoolConnection, table, orderId) =>
+          tx.query(`INSERT INTO ${table} (order_id) VALUES (?)`, [orderId]),
+        async (sql) => (await pool.query(sql))[0] as { order_id: string; n: number }[],
+      );
+    },
   },
   datastore: {
     describe: "DatastoreLock on the emulator at DATASTORE_EMULATOR_HOST (or your project's ADC)",

@@ -1,11 +1,13 @@
 /**
- * A worker that crashes mid-body: it claims each order it is given, sends it to the
- * supplier, and then exits the process before any `complete` — the crash window that
- * "key your sink" closes. The claims stay behind until their lease lapses.
+ * A worker that crashes mid-body. With the supplier sink it claims each order it is given,
+ * sends it to the supplier, and then exits the process before any `complete` — the crash
+ * window that "key your sink" closes. With the transactional sink it claims each order with
+ * lockInTransaction, INSERTs the order row and exits before the commit: the database rolls
+ * the rows back. Either way the claims stay behind until their lease lapses.
  *
  * Run by main.ts with child_process.fork; it reads one IPC message and never returns.
  */
-import { lock } from "gcp-pubsub-idempotency";
+import { lock, lockInTransaction } from "gcp-pubsub-idempotency";
 import { warmUpBackend } from "gcp-pubsub-idempotency/testing";
 import { silentLogger } from "../../test/support/logger.js";
 import { sendOrder } from "../../test/support/supplier.js";
@@ -19,27 +21,52 @@ export interface CrashJob {
   readonly leaseMs: number;
   readonly maxLeaseMs: number;
   readonly orders: readonly { orderId: string; key: string }[];
+  /** The transactional sink: insert the order row, die before the commit. */
+  readonly transaction: boolean;
 }
 
+/**
+ * A transaction holds a connection until it ends, so a pool (or SQLite's one connection)
+ * opens only so many at once; the rest of the orders stay claimed, waiting for one. Die once
+ * every order is written, or once no new one has been for this long.
+ */
+const IDLE_DEATH_MS = 500;
+
 process.once("message", async (job: CrashJob) => {
-  const { lock: backend } = await openBackend(job.backend, job.config);
+  const { lock: backend, sink } = await openBackend(job.backend, job.config);
   // This process's client is new: its first writes (a channel to open, a cold emulator) take
   // seconds on a busy machine, and a Datastore or Firestore claim slower than its lease
   // answers held. Warm it first, and give the claims a lease well above its slowest call.
   const { slowestMs } = await warmUpBackend(backend, { keyPrefix: `warm-up:${process.pid}:` });
   const leaseMs = Math.min(Math.max(job.leaseMs, 10 * slowestMs), job.maxLeaseMs);
   let sent = 0;
+  let idle: NodeJS.Timeout | undefined;
+  const die = () => process.send?.({ sent }, () => process.exit(0));
   const never = new Promise<never>(() => {});
+  const written = (): Promise<never> => {
+    sent += 1;
+    // The last write done: die with every claim still open (no complete, no release).
+    clearTimeout(idle);
+    if (sent === job.orders.length) die();
+    else idle = setTimeout(die, IDLE_DEATH_MS);
+    return never;
+  };
+  const failed = (error: unknown) => {
+    console.error(`crash worker: ${String(error)}`);
+    process.exit(3);
+  };
+  const options = { leaseMs, logger: silentLogger };
   for (const { orderId, key } of job.orders) {
-    void lock(key, { backend, leaseMs, logger: silentLogger }, async () => {
-      await sendOrder(job.supplierUrl, orderId, key);
-      sent += 1;
-      // The last send done: die with every claim still open (no complete, no release).
-      if (sent === job.orders.length) process.send?.({ sent }, () => process.exit(0));
-      return never;
-    }).catch((error: unknown) => {
-      console.error(`crash worker: ${String(error)}`);
-      process.exit(3);
-    });
+    if (job.transaction && sink) {
+      void lockInTransaction(key, { ...options, backend: sink.lock }, async (tx) => {
+        await sink.insert(tx, orderId);
+        return written();
+      }).catch(failed);
+    } else {
+      void lock(key, { ...options, backend }, async () => {
+        await sendOrder(job.supplierUrl, orderId, key);
+        return written();
+      }).catch(failed);
+    }
   }
 });

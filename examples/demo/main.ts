@@ -63,9 +63,16 @@ Options:
   --wait-ms N         the gateway's waitMs: how long a held key is retried before a 503
                       (default 100)
   --seed N            seed for which orders fail or crash (default 1)
+  --sink NAME         supplier (default): the body sends each order to the local supplier,
+                      which de-duplicates on the Idempotency-Key header ("key your sink").
+                      transaction: the body is one plain INSERT into an orders table of the
+                      run's own with NO unique constraint, in the store's transaction
+                      (idempotentHttp with transaction: true), so DONE commits with the row
+                      and no Idempotency-Key is needed anywhere; the crash worker inserts and
+                      dies before the commit. SQL backends only (sqlite, postgres, mysql).
   --help              this text
 
-Exit code 0 only when every order is acked and held by the supplier exactly once.`;
+Exit code 0 only when every order is acked and held by the sink exactly once.`;
 
 const CRASH_SHARE = 0.05;
 const FAIL_SHARE = 0.05;
@@ -87,6 +94,7 @@ const { values } = parseArgs({
     "mysql-url": { type: "string" },
     "wait-ms": { type: "string", default: "100" },
     seed: { type: "string", default: "1" },
+    sink: { type: "string", default: "supplier" },
     help: { type: "boolean", default: false },
   },
 });
@@ -104,6 +112,9 @@ if (!Number.isSafeInteger(seed)) fail("--seed must be an integer");
 const backendName = values.backend;
 if (!isBackendName(backendName)) fail(`unknown --backend ${backendName}; try --help`);
 const name: BackendName = backendName;
+const sinkName = values.sink;
+if (sinkName !== "supplier" && sinkName !== "transaction")
+  fail(`unknown --sink ${sinkName}: supplier or transaction`);
 
 // A small deterministic PRNG, so a seed reproduces which orders fail or crash.
 function random(): number {
@@ -125,6 +136,11 @@ try {
   opened = await openBackend(name, config);
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error));
+}
+const sink = sinkName === "transaction" ? opened.sink : undefined;
+if (sinkName === "transaction" && !sink) {
+  await opened.close({ cleanup: true });
+  fail(`--sink transaction needs a SQL backend (sqlite, postgres, mysql), not ${name}`);
 }
 
 // Per-delivery context, so the backend wrapper can tell which delivery met a held key.
@@ -171,26 +187,44 @@ const orders = Array.from({ length: orderCount }, (_, i) => {
 const failOnce = new Set(orders.filter((o) => o.fate === "fail").map((o) => o.orderId));
 const crashed = new Set(orders.filter((o) => o.fate === "crash").map((o) => o.orderId));
 
-const handler = idempotentHttp(
-  {
-    backend,
-    leaseMs: LEASE_MS,
-    waitMs,
-    logger: quiet,
-    key: ({ message }) =>
-      message.attributes.orderId ? `order:${message.attributes.orderId}` : undefined,
-    onDuplicate: () => {
-      counts.duplicates += 1;
-    },
+const gateway = {
+  leaseMs: LEASE_MS,
+  waitMs,
+  logger: quiet,
+  key: ({ message }: { message: { attributes: Readonly<Record<string, string>> } }) =>
+    message.attributes.orderId ? `order:${message.attributes.orderId}` : undefined,
+  onDuplicate: () => {
+    counts.duplicates += 1;
   },
-  async (message, _req, _res) => {
-    const orderId = message.attributes.orderId ?? "";
-    counts.bodies += 1;
-    if (failOnce.delete(orderId)) throw new Error("transient supplier error");
-    await sendOrder(supplier.url, orderId, `order:${orderId}`);
-    if (crashed.has(orderId)) counts.healed.add(orderId);
-  },
-);
+};
+/** What both sinks' bodies share: the count, the transient failure, the crash healed. */
+function bodyRuns(orderId: string): void {
+  counts.bodies += 1;
+  if (failOnce.delete(orderId)) throw new Error("transient supplier error");
+  if (crashed.has(orderId)) counts.healed.add(orderId);
+}
+const handler = sink
+  ? // The order row and DONE commit together: a plain INSERT, no key at the sink.
+    idempotentHttp(
+      {
+        ...gateway,
+        backend: {
+          ...backend,
+          completeInTransaction: sink.lock.completeInTransaction.bind(sink.lock),
+        },
+        transaction: true,
+      },
+      async (message, tx) => {
+        const orderId = message.attributes.orderId ?? "";
+        await sink.insert(tx, orderId);
+        bodyRuns(orderId);
+      },
+    )
+  : idempotentHttp({ ...gateway, backend }, async (message, _req, _res) => {
+      const orderId = message.attributes.orderId ?? "";
+      bodyRuns(orderId);
+      await sendOrder(supplier.url, orderId, `order:${orderId}`);
+    });
 const push = createServer((req, res) => {
   const ctx = { metHeld: false };
   res.on("finish", () => {
@@ -234,6 +268,7 @@ if (crashOrders.length > 0) {
               leaseMs: CRASH_LEASE_MS,
               maxLeaseMs: MAX_CRASH_LEASE_MS,
               orders: slice.map(({ orderId, key }) => ({ orderId, key })),
+              transaction: sink !== undefined,
             };
             child.once("spawn", () => child.send(job));
             child.once("exit", (code) =>
@@ -246,7 +281,7 @@ if (crashOrders.length > 0) {
     // In-process stand-in: claim, send, and abandon the claim as a dead process would.
     await Promise.all(
       crashOrders.map(async ({ orderId, key }) => {
-        const outcome = await inner.claim(key, CRASH_LEASE_MS);
+        const outcome = await inner.claim(key, CRASH_LEASE_MS); // memory: the supplier sink only
         if (outcome.status !== "won") throw new Error(`crash claim of ${key}: ${outcome.status}`);
         await sendOrder(supplier.url, orderId, key);
       }),
@@ -312,16 +347,24 @@ let once = 0;
 let more = 0;
 let never = 0;
 let reSends = 0;
+const rows = sink ? await sink.rowsByOrder() : undefined;
 for (const { orderId } of orders) {
-  const n = supplier.accepted.get(orderId) ?? 0;
+  const n = rows ? (rows.get(orderId) ?? 0) : (supplier.accepted.get(orderId) ?? 0);
   if (n === 1) once += 1;
   else if (n > 1) more += 1;
   else never += 1;
-  reSends += (supplier.arrivals.get(orderId) ?? 0) - n;
+  if (!rows) reSends += (supplier.arrivals.get(orderId) ?? 0) - n;
 }
+const at = rows ? "in the orders table" : "at supplier";
 
-const rows: [string, string | number][] = [
+const table: [string, string | number][] = [
   ["backend", `${name}${BACKENDS[name].shared ? "" : " (crash simulated in-process)"}`],
+  [
+    "sink",
+    sink
+      ? "plain INSERTs in the store's transaction (no unique constraint, no Idempotency-Key)"
+      : "the supplier, de-duplicating on Idempotency-Key",
+  ],
   ["orders", orderCount],
   ["deliveries", deliveries],
   ["bodies run", counts.bodies],
@@ -330,16 +373,16 @@ const rows: [string, string | number][] = [
   [`nacks saved by waitMs=${waitMs}`, counts.savedByWait],
   ["transient failures (500)", counts.transient],
   ["crashes healed", `${counts.healed.size}/${crashOrders.length}`],
-  ["re-sends de-duplicated by supplier", reSends],
-  ["orders at supplier exactly once", once],
-  ["orders at supplier more than once", more],
-  ["orders at supplier never", never],
+  ...(sink ? [] : [["re-sends de-duplicated by supplier", reSends] as [string, number]]),
+  [`orders ${at} exactly once`, once],
+  [`orders ${at} more than once`, more],
+  [`orders ${at} never`, never],
   ["orders never acked", unacked.length],
   ["time", `${seconds.toFixed(1)} s`],
 ];
-const width = Math.max(...rows.map(([label]) => label.length));
+const width = Math.max(...table.map(([label]) => label.length));
 console.log("");
-for (const [label, value] of rows) console.log(`  ${label.padEnd(width)}  ${value}`);
+for (const [label, value] of table) console.log(`  ${label.padEnd(width)}  ${value}`);
 for (const line of counts.unexpected.slice(0, 5)) console.error(`unexpected: ${line}`);
 
 const ok =
@@ -347,7 +390,11 @@ const ok =
   unacked.length === 0 &&
   counts.healed.size === crashOrders.length &&
   counts.unexpected.length === 0;
-console.log(ok ? "\nOK: every order acked and at the supplier exactly once" : "\nFAILED");
+console.log(
+  ok
+    ? `\nOK: every order acked and ${rows ? "in the orders table" : "at the supplier"} exactly once`
+    : "\nFAILED",
+);
 
 await new Promise<void>((done) => {
   push.close(() => done());

@@ -6,14 +6,19 @@
  * Configured by the harness through the environment (see WorkerEnv in ../fleet.ts).
  */
 import { appendFileSync } from "node:fs";
+import type { Request, Response } from "express";
 import {
   InProgress,
+  idempotentHttp,
   type LockBackend,
   type Logger,
   mutex,
   type ParsedMessage,
+  type TransactionalLockBackend,
 } from "gcp-pubsub-idempotency";
 import { DatastoreLock } from "gcp-pubsub-idempotency/datastore";
+import { SqlLock } from "gcp-pubsub-idempotency/sql";
+import pg from "pg";
 import { sendOrder } from "../../test/support/supplier.js";
 import type { WorkerEvent } from "../records.js";
 
@@ -46,21 +51,43 @@ const store = new DatastoreLock({
   namespace: required("FUNCTIONAL_NAMESPACE"),
 });
 
-/** The store as the gateway sees it, reporting each claim won over a lapsed or released one. */
-export const backend: LockBackend = {
-  async claim(key, ms) {
-    const outcome = await store.claim(key, ms);
-    if (outcome.status === "won" && outcome.claim.fencingId > 1)
-      record({ kind: "reclaim", key, fence: outcome.claim.fencingId });
-    return outcome;
-  },
-  complete: (claim) => store.complete(claim),
-  async release(claim) {
-    record({ kind: "release", key: claim.key, fence: claim.fencingId });
-    await store.release(claim);
-  },
-  renew: (claim, ms) => store.renew(claim, ms),
+/** A store as the gateway sees it, reporting each claim won over a lapsed or released one. */
+type Recorded = Required<Pick<LockBackend, "claim" | "complete" | "release" | "renew">>;
+function recorded(inner: Recorded): Recorded {
+  return {
+    async claim(key, ms) {
+      const outcome = await inner.claim(key, ms);
+      if (outcome.status === "won" && outcome.claim.fencingId > 1)
+        record({ kind: "reclaim", key, fence: outcome.claim.fencingId });
+      return outcome;
+    },
+    complete: (claim) => inner.complete(claim),
+    async release(claim) {
+      record({ kind: "release", key: claim.key, fence: claim.fencingId });
+      await inner.release(claim);
+    },
+    renew: (claim, ms) => inner.renew(claim, ms),
+  };
+}
+
+export const backend: LockBackend = recorded(store);
+
+/**
+ * The transactional sink's store: SqlLock on the harness's PostgreSQL database, whose
+ * `orders` table (no unique constraint) the body writes with plain INSERTs in the same
+ * transaction as DONE.
+ */
+const pool = new pg.Pool({ connectionString: required("FUNCTIONAL_DATABASE_URL"), max: 8 });
+// A connection cut while idle (the harness's SIGKILLs only hit this process) must not crash it.
+pool.on("error", () => {});
+const sqlStore = new SqlLock({ client: pool, table: "idempotency_records" });
+export const transactionalBackend: TransactionalLockBackend<pg.PoolClient> = {
+  ...recorded(sqlStore),
+  completeInTransaction: (claim, body) => sqlStore.completeInTransaction(claim, body),
 };
+
+/** Pushes of the transactional sink's topics (`txn-<run>`) go to its own handler. */
+const TRANSACTION_TOPIC = "/topics/txn-";
 
 /**
  * The idempotency key. `scenario` is the publisher's stream name, the same for every
@@ -98,6 +125,30 @@ export const logger: Logger = {
 
 export const onDuplicate = (key: string): void => record({ kind: "duplicate", key });
 
+/** The gateway options every surface of the fleet shares; the backend comes with the sink. */
+export const gatewayOptions = { leaseMs, heartbeat: true, logger, onDuplicate } as const;
+
+/** Whether a push (its path, or a CloudEvent's source) belongs to the transactional sink. */
+export const isTransactionPush = (where: string): boolean => where.includes(TRANSACTION_TOPIC);
+
+/**
+ * Both sinks behind one HTTP handler, for the Express services and the functions-framework's
+ * http signature alike: the supplier's pushes through `idempotentHttp` on DatastoreLock, the
+ * transactional sink's through `idempotentHttp` in transaction mode on SqlLock.
+ */
+export function ordersHttp(): (req: Request, res: Response) => Promise<void> {
+  const key = ({ message }: { message: ParsedMessage }) => keyOf(message);
+  const supplied = idempotentHttp<Request, Response>(
+    { ...gatewayOptions, backend, key },
+    (message) => placeOrder(message),
+  );
+  const transactional = idempotentHttp<Request, Response, pg.PoolClient>(
+    { ...gatewayOptions, backend: transactionalBackend, transaction: true, key },
+    (message, tx) => insertOrder(message, tx),
+  );
+  return (req, res) => (isTransactionPush(req.path) ? transactional : supplied)(req, res);
+}
+
 /** The guarded body: what must happen once per key. */
 export async function placeOrder(message: ParsedMessage): Promise<void> {
   const { scenario = "none", orderId = message.messageId, po, crashable } = message.attributes;
@@ -117,6 +168,27 @@ export async function placeOrder(message: ParsedMessage): Promise<void> {
   record({ kind: "supplied", key });
   if (crashable && Math.random() < crashChance) {
     // The crash window "key your sink" closes: sent, not yet completed.
+    record({ kind: "crash", key });
+    process.kill(process.pid, "SIGKILL");
+  }
+}
+
+/**
+ * The transactional body: one plain INSERT into `orders`, in the transaction that commits
+ * the key's DONE. A crashable order may kill this process after the INSERT, before the
+ * commit: the server rolls the row back with the unfinished transaction.
+ */
+export async function insertOrder(message: ParsedMessage, tx: pg.PoolClient): Promise<void> {
+  const { orderId = message.messageId, crashable } = message.attributes;
+  const key = keyOf(message);
+  record({ kind: "body", key, messageId: message.messageId });
+  await tx.query({
+    name: "functional_insert_order",
+    text: "INSERT INTO orders (order_id, message_id, worker) VALUES ($1, $2, $3)",
+    values: [orderId, message.messageId, worker],
+  });
+  if (crashable && Math.random() < crashChance) {
+    // Inserted, DONE not yet written, nothing committed.
     record({ kind: "crash", key });
     process.kill(process.pid, "SIGKILL");
   }

@@ -295,9 +295,32 @@ const redisSpecs: ConstructorSpec[] = [
 }));
 
 const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
+/** `schema.table` on PostgreSQL, `database.table` on MySQL: one or two identifiers. */
+const qualifiedTable = (s: string) => {
+  const parts = s.split(".");
+  return parts.length <= 2 && parts.every((p) => identifier.test(p));
+};
 const tableNear = fc.oneof(
   fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,48}$/),
-  fc.constantFrom("public.records", "a.b.c", "1abc", 'x"; DROP TABLE y; --', "x".repeat(49)),
+  fc.constantFrom(
+    "public.records",
+    "app_db.records",
+    "a.b.c",
+    ".records",
+    "app.",
+    "1abc",
+    "app.1abc",
+    'x"; DROP TABLE y; --',
+    "app.`x`; DROP TABLE y",
+    "x".repeat(49),
+  ),
+  // Two parts, each an identifier or nearly one.
+  fc
+    .tuple(
+      fc.stringMatching(/^[A-Za-z_`.][A-Za-z0-9_]{0,48}$/),
+      fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,48}$/),
+    )
+    .map(([a, b]) => `${a}.${b}`),
 );
 const sqlSpecs: ConstructorSpec[] = [
   {
@@ -310,16 +333,13 @@ const sqlSpecs: ConstructorSpec[] = [
     name: "SqlLock (pg Pool)",
     client: pgPool,
     dialect: "postgres",
-    table: (s: string) => {
-      const parts = s.split(".");
-      return parts.length <= 2 && parts.every((p) => identifier.test(p));
-    },
+    table: qualifiedTable,
   },
   {
     name: "SqlLock (mysql2 Pool)",
     client: myPool,
     dialect: "mysql",
-    table: (s: string) => identifier.test(s),
+    table: qualifiedTable,
   },
 ].map(({ name, client, dialect, table }) => ({
   name,

@@ -126,9 +126,30 @@ describe("SqlLock configuration", () => {
     expect(() => new SqlLock({ client: pgLike as never, table: "a.b.c" })).toThrow(
       InvalidConfiguration,
     );
+    expect(() => new SqlLock({ client: pgLike as never, table: "a.1b" })).toThrow(
+      /option table .*optionally "schema\.table", got "a\.1b"/,
+    );
+    expect(() => new SqlLock({ client: db, table: "a.b" })).toThrow(/option table/);
     expect(() => new SqlLock({ client: db, ttlMs: 0 })).toThrow(InvalidConfiguration);
     expect(() => new SqlLock({ client: {} as never })).toThrow(/dialect/);
     expect(() => new SqlLock({ client: pgLike as never, dialect: "sqlite" })).toThrow(/prepare/);
+  });
+
+  it("MySQL takes database.table: each part validated and quoted with backticks", () => {
+    const myLike = {
+      query: () => Promise.reject(new Error("no I/O")),
+      execute: () => Promise.reject(new Error("no I/O")),
+    };
+    const backend = new SqlLock({ client: myLike as never, table: "app_db.records" });
+    expect(backend.table).toBe("app_db.records");
+    expect(backend.schemaSql).toContain("CREATE TABLE IF NOT EXISTS `app_db`.`records` (");
+    // The index is the table's own: named after the table alone.
+    expect(backend.schemaSql).toContain("INDEX `records_expires_at_idx` (expires_at)");
+    for (const table of ["a.b.c", "app.", ".records", "app.1abc", "app`.x", "a b.c"]) {
+      expect(() => new SqlLock({ client: myLike as never, table })).toThrow(
+        /SqlLock option table .*optionally "database\.table"/,
+      );
+    }
   });
 
   it("a driver error rejects with a BackendError naming dialect, verb and key", async () => {

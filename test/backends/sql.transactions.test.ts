@@ -184,6 +184,53 @@ describe.skipIf(!mariadb)("SqlLock mysql: transactions", () => {
   });
 });
 
+describe.skipIf(!mariadb)("SqlLock mysql: the record table in the user's database", () => {
+  it("database.table puts the records there, and the business row and DONE commit together", async () => {
+    // A database of the user's own, not the pool's: the records live beside the orders.
+    const database = `app_${freshTable()}`;
+    await mariadb!.admin.query(`CREATE DATABASE ${database}`);
+    try {
+      const backend = new SqlLock({ client: myPool!, table: `${database}.records` });
+      await backend.ensureSchema();
+      await myPool!.query(`CREATE TABLE ${database}.orders (po VARCHAR(64) NOT NULL)`);
+      const [tables] = await mariadb!.admin.query(
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1",
+        [database],
+      );
+      expect((tables as Array<{ name: string }>).map((t) => t.name)).toEqual(["orders", "records"]);
+
+      await lockInTransaction("po:1", { backend, logger: silentLogger }, async (tx) => {
+        await tx.execute(`INSERT INTO ${database}.orders (po) VALUES (?)`, ["1"]);
+      });
+      const [orders] = await myPool!.query(`SELECT po FROM ${database}.orders`);
+      expect(orders).toEqual([{ po: "1" }]);
+      const [records] = await myPool!.query(
+        `SELECT CAST(\`key\` AS CHAR) AS k, state FROM ${database}.records`,
+      );
+      expect(records).toEqual([{ k: "po:1", state: "done" }]);
+      // A body that throws lands neither, in that database too.
+      const error = await lockInTransaction(
+        "po:2",
+        { backend, logger: silentLogger },
+        async (tx) => {
+          await tx.execute(`INSERT INTO ${database}.orders (po) VALUES (?)`, ["2"]);
+          throw new Error("the body failed");
+        },
+      ).catch((e: unknown) => e);
+      expect(error).toMatchObject({ message: "the body failed" });
+      const [after] = await myPool!.query(`SELECT count(*) AS n FROM ${database}.orders`);
+      expect(Number((after as Array<{ n: number }>)[0]?.n)).toBe(1);
+      // The pool's own database holds no record table of that name.
+      const [own] = await myPool!.query(
+        "SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'records'",
+      );
+      expect(Number((own as Array<{ n: number }>)[0]?.n)).toBe(0);
+    } finally {
+      await mariadb!.admin.query(`DROP DATABASE IF EXISTS ${database}`);
+    }
+  });
+});
+
 describe("SqlLock sqlite: one connection shared by async bodies", () => {
   it("bodies never interleave, and a claim made during a body waits for its transaction", async () => {
     const db = sqlite.open(`${freshTable()}.db`);

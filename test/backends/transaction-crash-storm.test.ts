@@ -5,6 +5,10 @@
 // duplicate); a dead consumer's messages are nacked and it is restarted. The business store has
 // no unique constraint, yet every message ends with exactly one order and one outbox row, on
 // PostgreSQL and on the Firestore emulator.
+//
+// The control proves the storm can fail: the same harness with plain lock() and the body's own
+// transaction, each consumer killed after its body committed and before DONE, ends with a
+// message's rows written twice.
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,19 +46,28 @@ interface Storm {
   seconds: number;
 }
 
-/** Deliver every message until acked, through consumers that keep dying; resolves when all are. */
-async function storm(config: ChildConfig, env: Record<string, string>): Promise<Storm> {
+/** About one message in 25 at a random point of the four, on its first delivery. */
+const randomCrashes = (): CrashPoint | undefined =>
+  Math.random() < CRASH_CHANCE ? POINTS[Math.floor(Math.random() * POINTS.length)] : undefined;
+
+/**
+ * Deliver every message until acked, through consumers that keep dying; resolves when all
+ * are. `crashAt(i)` says where message i's first delivery kills its consumer, if anywhere.
+ */
+async function storm(
+  config: ChildConfig,
+  env: Record<string, string>,
+  crashAt: (index: number) => CrashPoint | undefined = randomCrashes,
+  messages = MESSAGES,
+  inFlight = IN_FLIGHT,
+): Promise<Storm> {
   const started = Date.now();
-  const ids = Array.from({ length: MESSAGES }, (_, i) => `m-${i}`);
-  const pending: StormMessage[] = ids.map((id) => {
-    const crash = Math.random() < CRASH_CHANCE;
-    const crashAt = crash ? POINTS[Math.floor(Math.random() * POINTS.length)] : undefined;
-    return { id, crashAt };
-  });
+  const ids = Array.from({ length: messages }, (_, i) => `m-${i}`);
+  const pending: StormMessage[] = ids.map((id, i) => ({ id, crashAt: crashAt(i) }));
   const result: Storm = {
     deliveries: 0,
     crashes: 0,
-    crashesByPoint: { before: 0, between: 0, after: 0, commit: 0 },
+    crashesByPoint: { before: 0, between: 0, after: 0, commit: 0, committed: 0 },
     restarts: 0,
     acked: new Set(),
     seconds: 0,
@@ -95,7 +108,7 @@ async function storm(config: ChildConfig, env: Record<string, string>): Promise<
       consumer.held.delete(raw.id);
       if (raw.outcome === "ran" || raw.outcome === "duplicate") {
         result.acked.add(raw.id);
-        if (result.acked.size === MESSAGES) finish();
+        if (result.acked.size === messages) finish();
       } else if (message) {
         if (raw.outcome === "failed") console.warn(`[storm] ${raw.id} failed: ${raw.error}`);
         redeliver(message);
@@ -108,7 +121,7 @@ async function storm(config: ChildConfig, env: Record<string, string>): Promise<
       for (const message of consumer.held.values()) redeliver(message);
       consumer.held.clear();
       consumer.ready = false;
-      if (result.acked.size < MESSAGES) {
+      if (result.acked.size < messages) {
         result.restarts++;
         start(slot);
       }
@@ -117,7 +130,7 @@ async function storm(config: ChildConfig, env: Record<string, string>): Promise<
   const dispatch = () => {
     for (const consumer of consumers) {
       if (!consumer?.ready) continue;
-      while (consumer.held.size < IN_FLIGHT && pending.length > 0) {
+      while (consumer.held.size < inFlight && pending.length > 0) {
         const message = pending.shift()!;
         if (result.acked.has(message.id)) continue;
         if (message.crashAt) result.crashesByPoint[message.crashAt]++;
@@ -142,7 +155,7 @@ async function storm(config: ChildConfig, env: Record<string, string>): Promise<
 
 function report(store: string, s: Storm): void {
   console.info(
-    `[storm] ${store}: ${MESSAGES} messages, ${s.deliveries} deliveries, ${s.crashes} consumers ` +
+    `[storm] ${store}: ${s.acked.size} messages acked, ${s.deliveries} deliveries, ${s.crashes} consumers ` +
       `SIGKILLed (chosen points: ${JSON.stringify(s.crashesByPoint)}), ${s.restarts} restarts, ` +
       `${s.seconds.toFixed(1)} s`,
   );
@@ -185,6 +198,46 @@ describe.skipIf(!postgres)("lockInTransaction crash storm: PostgreSQL", () => {
     const records = await pool.query("SELECT count(*) AS n FROM records WHERE state = 'done'");
     expect(Number(records.rows[0].n)).toBe(MESSAGES);
   }, 300_000);
+});
+
+describe.skipIf(!postgres)("the control: plain lock() in the same storm", () => {
+  it("a consumer killed after its own commit and before DONE leaves that message's rows twice", async () => {
+    const pool = postgres!.pool(2);
+    await new SqlLock({ client: pool, table: "control_records" }).ensureSchema();
+    await pool.query("CREATE TABLE control_orders (msg text NOT NULL, kind text NOT NULL)");
+    const messages = 8;
+    // Every fourth message's first delivery dies in the window: committed, not completed. One
+    // message per consumer at a time, so each death is that message's own, at that point.
+    const killed = (i: number) => i % 4 === 0;
+    const s = await storm(
+      {
+        store: "postgres",
+        target: postgres!.url,
+        records: "control_records",
+        orders: "control_orders",
+        leaseMs: 1_000,
+        plainLock: true,
+      },
+      {},
+      (i) => (killed(i) ? "committed" : undefined),
+      messages,
+      1,
+    );
+    report("PostgreSQL, plain lock() control", s);
+    expect(s.acked.size).toBe(messages);
+    expect(s.crashesByPoint.committed).toBe(messages / 4);
+    expect(s.crashes).toBe(messages / 4);
+    const { rows } = await pool.query<{ msg: string; orders: string }>(
+      `SELECT msg, count(*) FILTER (WHERE kind = 'order') AS orders
+         FROM control_orders GROUP BY msg`,
+    );
+    const orders = new Map(rows.map((row) => [row.msg, Number(row.orders)]));
+    // Each killed message's rows landed, then its redelivery (after the lease lapsed) ran the
+    // body again: the storm's exactly-once assertion would fail on plain lock().
+    for (let i = 0; i < messages; i++)
+      if (killed(i)) expect(orders.get(`m-${i}`), `m-${i}`).toBeGreaterThanOrEqual(2);
+    expect(orders.size).toBe(messages);
+  }, 120_000);
 });
 
 describe.skipIf(!emulator)("lockInTransaction crash storm: Firestore emulator", () => {

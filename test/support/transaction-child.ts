@@ -4,6 +4,10 @@
 // it went. A message may carry a crash point: the process then SIGKILLs itself there — before,
 // between or after the business writes, or just before the commit — killing with it every
 // other message it holds, wherever they are.
+//
+// The control (`plainLock`, PostgreSQL): the same messages through plain lock(), whose body
+// writes the two rows in a transaction of its own and commits it before lock() completes the
+// key. Its crash point "committed" falls in that window: rows committed, DONE not written.
 import { Firestore } from "@google-cloud/firestore";
 import pg from "pg";
 import {
@@ -13,9 +17,13 @@ import {
   FirestoreLock,
 } from "../../src/backends/firestore/index.js";
 import { type PgPoolClientLike, type PgPoolLike, SqlLock } from "../../src/backends/sql/index.js";
-import { Duplicate, InProgress, lockInTransaction } from "../../src/index.js";
+import { Duplicate, InProgress, lock, lockInTransaction } from "../../src/index.js";
 
-export type CrashPoint = "before" | "between" | "after" | "commit";
+/**
+ * Where a consumer kills itself: before, between or after the two business writes, just
+ * before the commit, or (the plain-lock control only) after the body's own commit, before DONE.
+ */
+export type CrashPoint = "before" | "between" | "after" | "commit" | "committed";
 
 export interface StormMessage {
   readonly id: string;
@@ -37,6 +45,8 @@ export interface ChildConfig {
   /** The business table or collection. */
   readonly orders: string;
   readonly leaseMs: number;
+  /** The control: plain lock() with the body's own transaction, instead of lockInTransaction. */
+  readonly plainLock?: boolean;
 }
 
 const config = JSON.parse(process.argv[2] ?? "{}") as ChildConfig;
@@ -80,6 +90,26 @@ function postgres(): Handle {
   };
   const backend = new SqlLock({ client: watched, table: config.records });
   const insert = `INSERT INTO ${config.orders} (msg, kind) VALUES ($1, $2)`;
+  if (config.plainLock) {
+    return async (message) => {
+      await lock(message.id, { backend, leaseMs: config.leaseMs, logger: silent }, async () => {
+        const client = await pool.connect();
+        try {
+          await client.query("BEGIN");
+          crashIf(message, "before");
+          await client.query({ name: "storm_order", text: insert, values: [message.id, "order"] });
+          crashIf(message, "between");
+          await client.query({ name: "storm_order", text: insert, values: [message.id, "outbox"] });
+          crashIf(message, "after");
+          await client.query("COMMIT");
+        } finally {
+          client.release();
+        }
+        // The window lockInTransaction closes: the rows are in, the key is not yet DONE.
+        crashIf(message, "committed");
+      });
+    };
+  }
   return async (message) => {
     await lockInTransaction(
       message.id,

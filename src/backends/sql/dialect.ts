@@ -83,8 +83,12 @@ export interface Dialect {
   readonly needs: readonly string[];
   /** Appended to the error when a method is missing, e.g. which flavour of the driver to use. */
   readonly needsHint: string;
-  /** True when a table may be written `schema.table`. */
-  readonly schemaQualified: boolean;
+  /**
+   * What a table name's optional first part names, `schema.table` (PostgreSQL) or
+   * `database.table` (MySQL); undefined when a table is one identifier only (SQLite). Each
+   * part is validated and quoted on its own.
+   */
+  readonly qualifier: "schema" | "database" | undefined;
   /** Quote one identifier that already passed validation. */
   quote(identifier: string): string;
   /**

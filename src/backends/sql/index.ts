@@ -162,8 +162,10 @@ export interface SqlLockOptions<C extends SqlClient = SqlClient> {
   /** Detected from the client's shape when omitted. */
   dialect?: SqlDialect;
   /**
-   * Default `idempotency_records`; PostgreSQL also takes `schema.table`. Letters, digits and
-   * underscores, at most 48 characters per part.
+   * Default `idempotency_records`; PostgreSQL also takes `schema.table`, MySQL/MariaDB
+   * `database.table` (the record table in another database of the server, e.g. beside your
+   * own tables for {@link lockInTransaction}). Letters, digits and underscores, not starting
+   * with a digit, at most 48 characters per part; each part is quoted.
    */
   table?: string;
   /**
@@ -208,7 +210,7 @@ const DETECTION_ORDER: readonly Dialect[] = [sqlite, mysql, postgres];
  *
  * {@link lockInTransaction} runs its body in a transaction of this database and completes
  * the claim in it (see {@link SqlLock.completeInTransaction}): keep the table beside yours
- * (`schema.table` on PostgreSQL, your own database on MySQL, your own file on SQLite).
+ * (`schema.table` on PostgreSQL, `database.table` on MySQL, your own file on SQLite).
  *
  * @example
  * ```ts
@@ -536,11 +538,11 @@ function assertClientFits(dialect: Dialect, client: object): void {
 /** Validate the table name and quote it for the dialect; also derive the index name. */
 function parseTable(dialect: Dialect, table: unknown): { quoted: string; index: string } {
   const parts = typeof table === "string" ? table.split(".") : [];
-  const allowed = dialect.schemaQualified ? [1, 2] : [1];
+  const allowed = dialect.qualifier ? [1, 2] : [1];
   if (!allowed.includes(parts.length) || !parts.every((part) => IDENTIFIER.test(part))) {
     throw new InvalidConfiguration(
-      `SqlLock table must be an identifier (letters, digits, underscores, not starting with a ` +
-        `digit, at most 48 characters)${dialect.schemaQualified ? ', optionally "schema.table"' : ""}, ` +
+      `SqlLock option table must be an identifier (letters, digits, underscores, not starting with a ` +
+        `digit, at most 48 characters each)${dialect.qualifier ? `, optionally "${dialect.qualifier}.table"` : ""}, ` +
         `got ${describe(table)}`,
     );
   }

@@ -88,7 +88,7 @@ export const mysql: Dialect = {
   detectBy: ["execute", "query"],
   needs: ["execute", "query"],
   needsHint: " (use mysql2/promise, not the callback API)",
-  schemaQualified: false,
+  qualifier: "database",
   quote: (identifier) => `\`${identifier}\``,
   templates: { schema, claim, select, check, complete, release, renew, purge, inspect },
   isTransient(error) {

@@ -110,7 +110,7 @@ export const postgres: Dialect = {
   detectBy: ["query"],
   needs: ["query"],
   needsHint: "",
-  schemaQualified: true,
+  qualifier: "schema",
   quote: (identifier) => `"${identifier}"`,
   templates: { schema, claim, complete, release, renew, purge, inspect },
   isTransient(error) {

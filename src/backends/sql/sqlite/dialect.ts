@@ -70,7 +70,7 @@ export const sqlite: Dialect = {
   detectBy: ["prepare", "pragma"],
   needs: ["prepare", "exec", "pragma"],
   needsHint: "",
-  schemaQualified: false,
+  qualifier: undefined,
   quote: (identifier) => `"${identifier}"`,
   templates: { schema, peek, claim, complete, release, renew, purge, inspect },
   isTransient(error) {

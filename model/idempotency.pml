@@ -96,6 +96,13 @@ byte owner;
 bool settled;
 byte lease_mine[HOLDERS];
 bool overtaken[HOLDERS];
+#ifdef WITNESS
+/* witness 9 only: the holder's claim was on a record since deleted, and a new one was created */
+bool outlived[HOLDERS];
+#define OUTLIVED(me) outlived[me]
+#else
+#define OUTLIVED(me) 0
+#endif
 
 /* Scratch inside d_steps, back to 0 at each step's end so it never tells states apart. */
 byte ok;
@@ -224,6 +231,9 @@ inline won(me) {
   rec_exp = LEASE + TTL;          /* a claimed record outlives its lease by the ttl */
   owner = me + 1;
   fence[me] = rec_fence;
+#ifdef WITNESS
+  outlived[me] = 0;
+#endif
   lease_mine[me] = LEASE;
   printf("holder %d: claim -> won, fence %d; the body starts\n", me, rec_fence);
 #ifndef VERB_MUTEX
@@ -263,6 +273,15 @@ inline reclaim(me) {
  * stands for any such value, and keeps the state space finite.
  */
 inline first_fence() {
+#ifdef WITNESS
+  for (h : 0 .. HOLDERS - 1) {
+    if
+    :: fence[h] != 0 -> outlived[h] = 1
+    :: else
+    fi
+  };
+  h = 0;
+#endif
 #ifdef FENCE_RESTARTS
   rec_fence = 1
 #else
@@ -335,6 +354,7 @@ inline complete(me) {
   fi;
   fence_invariant(me);
   SCENARIO(3, !ok && rec_exists && rec_fence != fence[me]); /* witness 3: a zombie fenced out */
+  SCENARIO(9, OUTLIVED(me) && rec_exists);  /* witness 9: a call on its record's successor */
   SCENARIO(4, ok && !rec_done && rec_lease == 0);  /* witness 4: a late complete commits */
   if
   :: ok && !rec_done ->
@@ -373,7 +393,8 @@ inline release(me) {
   :: else ->
      printf("holder %d: release fence %d -> no-op\n", me, fence[me]);
      fence_invariant(me);
-     SCENARIO(5, overtaken[me])   /* witness 5: the overtaken one's release is refused */
+     SCENARIO(5, overtaken[me]);  /* witness 5: the overtaken one's release is refused */
+     SCENARIO(9, OUTLIVED(me) && rec_exists)  /* witness 9: a call on its record's successor */
   fi;
   ok = 0
 }
@@ -382,6 +403,7 @@ inline release(me) {
 inline land_renew(me) {
   ok = rec_exists && !rec_done && rec_fence == fence[me] && rec_exp > 0;
   SCENARIO(6, phase[me] != RUNNING);  /* witness 6: a renew lands after its body ended */
+  SCENARIO(9, OUTLIVED(me) && rec_exists);  /* witness 9: a call on its record's successor */
   if
   :: ok ->
      printf("holder %d: renew fence %d lands -> true\n", me, fence[me]);
@@ -415,6 +437,9 @@ end_holder:
        life[me] = LIFE;
        pending[me] = 0;           /* a new request: a renew of the old one is lost */
        fence[me] = 0;
+#ifdef WITNESS
+       outlived[me] = 0;
+#endif
 #ifndef LIVENESS
        deliveries_left--
 #endif

@@ -125,6 +125,14 @@ const RUNS = [
     defines: [...SCOPE, `-DWITNESS=${index + 1}`],
     expect: [`witness ${index + 1}`],
   })),
+  // A holder outlives its record and calls on the key's next record: reachable only with a ttl
+  // too short for a holder's life, where the fence-restarts runs show what it did before.
+  {
+    name: "reach-9",
+    scenario: "a holder's call meets the record created after its own was deleted",
+    defines: [...BROKEN_SIZING, "-DEXCEPT_I", "-DWITNESS=9"],
+    expect: ["witness 9"],
+  },
 ];
 
 const MEMORY_LIMIT_MB = 1024;

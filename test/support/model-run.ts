@@ -228,7 +228,10 @@ interface Shape {
 function claimShape(outcome: ClaimOutcome): Shape {
   switch (outcome.status) {
     case "won":
-      return { shape: `won fence ${outcome.claim.fencingId}`, time: outcome.claim.leaseExpiresAt };
+      return {
+        shape: `won fence ${fenceShape(outcome.claim.fencingId)}`,
+        time: outcome.claim.leaseExpiresAt,
+      };
     case "held":
       return { shape: "held", time: outcome.leaseExpiresAt };
     default:
@@ -262,6 +265,7 @@ interface Explored {
  * every fence the key had (the fence never restarts); the record then takes the answer's fence.
  */
 const FIRST_FENCE = -1;
+const fenceShape = (fence: number) => (fence === FIRST_FENCE ? "new, above the key's" : `${fence}`);
 
 /** Marks the rows that apply to a record deleted past its expiry. */
 const DELETED = "deleted, ";
@@ -552,7 +556,7 @@ class Sequence {
       command.op === "claim" &&
       (answer as ClaimOutcome).status === "won" &&
       (answer as { claim: Claim }).claim.fencingId > highest;
-    const firstShape = `won fence ${FIRST_FENCE}`;
+    const firstShape = `won fence ${fenceShape(FIRST_FENCE)}`;
     const matching = possibilities.filter(
       (p) =>
         (p.shape === actual.shape || (fresh && p.shape === firstShape)) &&

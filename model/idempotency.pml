@@ -24,11 +24,15 @@
  *   DELIVERIES      deliveries in all, in safety runs (duplicates come even after an ack)
  *   FAULTS          crashes and throws in all, in LIVENESS runs
  *   FENCE_ONLY      check the fence invariant alone (the sizing-rule runs)
+ *   FENCE_RESTARTS  a new record's fence is 1, as before issue 19 (the store forgets the fences
+ *                   of a deleted record); default: it starts above every earlier fence
+ *   EXCEPT_I        check every property but (i) (what the sizing rule still guards)
  *   WITNESS         n: fail when hard case n is reached, to show that it is
  *   MUTANT_*        a deliberately broken protocol, which must yield a counterexample:
  *     NO_FENCE_ON_COMPLETE     complete does not compare the fence
  *     LEASE_GUARD_ON_COMPLETE  complete refuses a claim whose lease lapsed
- *     RELEASE_DELETES          release deletes the record
+ *     RELEASE_DELETES          release deletes the record, and the fence restarts (with the
+ *                              monotonic fence, deleting on release breaks nothing)
  *     RELEASE_KEEPS_FENCE      release leaves the fence as it was
  *     ACK_ON_HELD              the gateway acks a delivery whose key is held
  *     NO_RECLAIM               claim never takes over a lapsed lease
@@ -51,6 +55,9 @@
 #endif
 #ifndef FAULTS
 #define FAULTS 1
+#endif
+#ifdef MUTANT_RELEASE_DELETES
+#define FENCE_RESTARTS
 #endif
 #if HOLDERS < 3 || HOLDERS > 4
 #error HOLDERS must be 3 or 4
@@ -89,6 +96,13 @@ byte owner;
 bool settled;
 byte lease_mine[HOLDERS];
 bool overtaken[HOLDERS];
+#ifdef WITNESS
+/* witness 9 only: the holder's claim was on a record since deleted, and a new one was created */
+bool outlived[HOLDERS];
+#define OUTLIVED(me) outlived[me]
+#else
+#define OUTLIVED(me) 0
+#endif
 
 /* Scratch inside d_steps, back to 0 at each step's end so it never tells states apart. */
 byte ok;
@@ -103,6 +117,11 @@ byte h;
 #define PROPERTY(e) skip
 #else
 #define PROPERTY(e) assert(e)
+#endif
+#if defined(FENCE_ONLY) || defined(EXCEPT_I)
+#define PROPERTY_I(e) skip
+#else
+#define PROPERTY_I(e) assert(e)
 #endif
 
 /*
@@ -212,10 +231,13 @@ inline won(me) {
   rec_exp = LEASE + TTL;          /* a claimed record outlives its lease by the ttl */
   owner = me + 1;
   fence[me] = rec_fence;
+#ifdef WITNESS
+  outlived[me] = 0;
+#endif
   lease_mine[me] = LEASE;
   printf("holder %d: claim -> won, fence %d; the body starts\n", me, rec_fence);
 #ifndef VERB_MUTEX
-  PROPERTY(!settled);             /* (i) no body starts after an accepted success */
+  PROPERTY_I(!settled);           /* (i) no body starts after an accepted success */
 #endif
   for (h : 0 .. HOLDERS - 1) {
     if
@@ -242,11 +264,44 @@ inline reclaim(me) {
   won(me)
 }
 
+/*
+ * A new record's first fence. The backends seed it from the store's clock in µs (or a
+ * sequence) while each call adds only 1, so it lies above every fence the key ever had (given
+ * their assumption: fewer fence steps than clock ticks over a record's life, a clock that never
+ * steps back by more than the ttl). Fences are only ever compared for equality, and the only
+ * earlier fences still in play are the ones holders carry: one above the highest of those
+ * stands for any such value, and keeps the state space finite.
+ */
+inline first_fence() {
+#ifdef WITNESS
+  for (h : 0 .. HOLDERS - 1) {
+    if
+    :: fence[h] != 0 -> outlived[h] = 1
+    :: else
+    fi
+  };
+  h = 0;
+#endif
+#ifdef FENCE_RESTARTS
+  rec_fence = 1
+#else
+  rec_fence = 0;
+  for (h : 0 .. HOLDERS - 1) {
+    if
+    :: fence[h] > rec_fence -> rec_fence = fence[h]
+    :: else
+    fi
+  };
+  h = 0;
+  rec_fence++
+#endif
+}
+
 /* claim(key, lease): the claim rows of the table. */
 inline claim(me) {
   if
   :: !rec_exists ->
-     rec_fence = 1;
+     first_fence();
      won(me)
   :: rec_exists && rec_done && rec_exp > 0 ->
 #ifdef VERB_MUTEX
@@ -288,7 +343,7 @@ inline complete(me) {
 #ifdef MUTANT_LEASE_GUARD_ON_COMPLETE
   ok = ok && (rec_done || rec_lease > 0);
 #endif
-  PROPERTY(!(ok && !rec_done) || !settled);  /* (i) DONE written once per occurrence */
+  PROPERTY_I(!(ok && !rec_done) || !settled);  /* (i) DONE written once per occurrence */
   if
   :: owner == me + 1 -> settled = 1  /* this success is the occurrence's: (i) */
   :: else
@@ -299,6 +354,7 @@ inline complete(me) {
   fi;
   fence_invariant(me);
   SCENARIO(3, !ok && rec_exists && rec_fence != fence[me]); /* witness 3: a zombie fenced out */
+  SCENARIO(9, OUTLIVED(me) && rec_exists);  /* witness 9: a call on its record's successor */
   SCENARIO(4, ok && !rec_done && rec_lease == 0);  /* witness 4: a late complete commits */
   if
   :: ok && !rec_done ->
@@ -337,7 +393,8 @@ inline release(me) {
   :: else ->
      printf("holder %d: release fence %d -> no-op\n", me, fence[me]);
      fence_invariant(me);
-     SCENARIO(5, overtaken[me])   /* witness 5: the overtaken one's release is refused */
+     SCENARIO(5, overtaken[me]);  /* witness 5: the overtaken one's release is refused */
+     SCENARIO(9, OUTLIVED(me) && rec_exists)  /* witness 9: a call on its record's successor */
   fi;
   ok = 0
 }
@@ -346,6 +403,7 @@ inline release(me) {
 inline land_renew(me) {
   ok = rec_exists && !rec_done && rec_fence == fence[me] && rec_exp > 0;
   SCENARIO(6, phase[me] != RUNNING);  /* witness 6: a renew lands after its body ended */
+  SCENARIO(9, OUTLIVED(me) && rec_exists);  /* witness 9: a call on its record's successor */
   if
   :: ok ->
      printf("holder %d: renew fence %d lands -> true\n", me, fence[me]);
@@ -379,6 +437,9 @@ end_holder:
        life[me] = LIFE;
        pending[me] = 0;           /* a new request: a renew of the old one is lost */
        fence[me] = 0;
+#ifdef WITNESS
+       outlived[me] = 0;
+#endif
 #ifndef LIVENESS
        deliveries_left--
 #endif
@@ -462,7 +523,7 @@ end_environment:
        h = 0
      }
   :: d_step { rec_exists && rec_exp == 0 ->
-       /* Physical deletion, any time after expiresAt: the next claim starts at fence 1. */
+       /* Physical deletion, any time after expiresAt: the next claim starts a new record. */
        printf("store: deletes the expired record, fence %d\n", rec_fence);
        SCENARIO(8, DELIVERY_IN_FLIGHT);  /* witness 8: a deletion while a delivery waits */
        if

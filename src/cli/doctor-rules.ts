@@ -121,18 +121,38 @@ function leaseRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
   };
 }
 
+/**
+ * Rule 2 since issue 19: the fence never restarts, so a short ttl no longer lets an old holder
+ * act on a newer claim. It still guards `lock` against repeated work: a complete that reaches
+ * the store after lease + ttl (a body that outran its lease by more than the ttl, nobody having
+ * taken over) is refused, and a later copy runs the body again. A heartbeat moves the expiry
+ * with every renew; `mutex` needs nothing of the rule.
+ */
 function lifeRule(sizing: Sizing): RuleResult {
+  const rule = "lease+ttl";
+  const title = "lease plus ttl outlasts any holder (lock: a late success still counts)";
+  if (sizing.heartbeat) {
+    return {
+      rule,
+      title,
+      verdict: "pass",
+      arithmetic: "heartbeat on: every renew moves the record's expiry with the lease",
+    };
+  }
   const total = sizing.leaseMs + sizing.ttlMs;
   const pass = total > sizing.holderLifeMs;
   return {
-    rule: "lease+ttl",
-    title: "lease plus ttl outlasts any holder",
+    rule,
+    title,
     verdict: pass ? "pass" : "fail",
     arithmetic: `lease ${seconds(sizing.leaseMs)} + ttl ${seconds(sizing.ttlMs)} = ${seconds(total)} ${pass ? ">" : "≤"} longest holder life ${seconds(sizing.holderLifeMs)} (--holder-life)`,
     ...(pass
       ? {}
       : {
-          fix: `raise the backend's ttl to at least ${seconds(sizing.holderLifeMs - sizing.leaseMs + 1_000)}`,
+          fix:
+            `raise the backend's ttl to at least ${seconds(sizing.holderLifeMs - sizing.leaseMs + 1_000)}, ` +
+            "or turn on heartbeat: else a lock body that outruns its lease by more than the ttl " +
+            "has its success refused and runs again (the fence holds either way; mutex is unaffected)",
         }),
   };
 }

@@ -25,7 +25,7 @@ const MEANING: Readonly<Record<RecordStatus, string>> = {
   lapsed: "the holder's lease ended: the next claim takes the key at fence + 1",
   done: "completed: a delivery of this key now is a duplicate",
   expired: "past its expiry: counts as absent until the store deletes it",
-  absent: "no record: the next claim takes the key at fence 1",
+  absent: "no record: the next claim takes the key at a new fence, above any it had",
 };
 
 /** The record and its status as `--json` writes them: the port's fields, times in epoch ms. */

@@ -10,7 +10,10 @@ import type { Claim, ClaimOutcome, ForceReleaseOutcome, InspectedRecord } from "
 /** One record per key, as every store keeps it; times are epoch ms in the backend's clock. */
 export interface LockRecord {
   readonly state: "claimed" | "done";
-  /** Rises on every (re)claim and release while the record exists. */
+  /**
+   * Rises on every (re)claim and release while the record exists; a record created where none
+   * was starts above every fence the key had before (see {@link claimTransition}).
+   */
   readonly fencingId: number;
   readonly leaseExpiresAt: number;
   /** The earliest moment the record may be physically deleted. */
@@ -72,13 +75,19 @@ export interface FencedCall {
   readonly ttlMs: number;
 }
 
-/** Claim: take an absent or reclaimable record, or report the live one. */
+/**
+ * Claim: take an absent or reclaimable record, or report the live one. `firstFence` is the
+ * fence of a record created where none is stored: above any fence the key had before it was
+ * deleted, so an old holder's claim can never match the new record. Stores seed it from their
+ * own clock ({@link clockFence}) or from a sequence (InMemoryLock).
+ */
 export function claimTransition(
   record: LockRecord | undefined,
   now: number,
   call: ClaimCall,
+  firstFence: number,
 ): Transition<ClaimOutcome> {
-  if (record === undefined) return win("claim.absent", 1, now, call);
+  if (record === undefined) return win("claim.absent", firstFence, now, call);
   if (call.token !== undefined && record.token === call.token && record.state === "claimed") {
     // A retry of this very call whose first write landed: its win stands, unchanged.
     return { row: "claim.own", answer: wonOutcome(call.key, record) };
@@ -208,6 +217,17 @@ export function forceReleaseTransition(
     answer: { status: "released", fencingId },
     write: { ...record, fencingId, leaseExpiresAt: now, expiresAt: now + call.ttlMs },
   };
+}
+
+/**
+ * The first fence of a record created at `nowMs` (epoch ms) by a store whose clock reads whole
+ * ms: that time in µs. A later record of the key starts above every fence an earlier one
+ * reached as long as a record sees fewer than 1000 fence steps (claims and releases) per ms of
+ * its life, and the clock never steps back by more than the ttl. Below 2^53 until the year
+ * 2255, so exact in a double. Redis, PostgreSQL and MySQL seed from their µs clocks instead.
+ */
+export function clockFence(nowMs: number): number {
+  return Math.floor(nowMs) * 1000;
 }
 
 /**

@@ -14,7 +14,10 @@
 export interface Claim {
   /** The idempotency key that was claimed. */
   readonly key: string;
-  /** Rises on every (re)claim of the key while its record exists; never reused. */
+  /**
+   * Rises on every (re)claim of the key; never reused, even after the record is deleted (a new
+   * record starts above every fence the key had). Opaque: not 1 for a fresh key on most stores.
+   */
   readonly fencingId: number;
   /** Epoch milliseconds, in the backend's own clock. */
   readonly leaseExpiresAt: number;

@@ -150,10 +150,12 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     const backend = new DatastoreLock({ datastore, ttlMs: 200 });
     // A long lease, so the claim wins however slow this new client's first write; the done
     // record then expires 200 ms after the complete.
-    expect(await backend.complete(won(await backend.claim("purge-me", 60_000)))).toBe(true);
+    const claim = won(await backend.claim("purge-me", 60_000));
+    expect(await backend.complete(claim)).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await backend.purgeExpired()).toBe(1);
-    expect(won(await backend.claim("purge-me", 60_000)).fencingId).toBe(1);
+    // A new record, its fence above the purged one's.
+    expect(won(await backend.claim("purge-me", 60_000)).fencingId).toBeGreaterThan(claim.fencingId);
   });
 
   it("validates the kind before any I/O", () => {

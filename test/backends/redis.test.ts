@@ -44,7 +44,7 @@ describe.skipIf(!server)("RedisLock", () => {
         const record = await io.hgetall(`${p}k`);
         expect(record).toMatchObject({
           state: "claimed",
-          fencingId: "1",
+          fencingId: String(claim.fencingId),
           leaseExpiresAt: String(claim.leaseExpiresAt),
           expiresAt: String(claim.leaseExpiresAt + 10_000),
         });

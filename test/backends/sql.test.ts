@@ -82,12 +82,11 @@ for (const target of targets) {
       for (const key of keys) {
         const claim = won(await b!.claim(key, 60_000));
         expect(claim.key).toBe(key);
-        expect(claim.fencingId).toBe(1);
         claims.push(claim);
       }
       for (const claim of claims) expect(await b!.complete(claim)).toBe(true);
       for (const key of keys) expect(await b!.claim(key, 60_000)).toEqual({ status: "done" });
-      expect(won(await b!.claim(`${base}b`, 60_000)).fencingId).toBe(1);
+      expect(won(await b!.claim(`${base}b`, 60_000)).key).toBe(`${base}b`);
     });
 
     it("purgeExpired deletes in batches and counts every row", async () => {
@@ -306,7 +305,7 @@ describe("SqlLock sqlite: busy database", () => {
     const blocker = sqlite.open(file);
     blocker.exec("BEGIN IMMEDIATE");
     setTimeout(() => blocker.exec("COMMIT"), 25);
-    expect(won(await b.claim("busy", 60_000)).fencingId).toBe(1);
+    expect(won(await b.claim("busy", 60_000)).key).toBe("busy");
     blocker.exec("BEGIN IMMEDIATE");
     const error = await b.claim("busy2", 60_000).catch((e: unknown) => e);
     blocker.exec("ROLLBACK");
@@ -314,7 +313,7 @@ describe("SqlLock sqlite: busy database", () => {
     expect((error as BackendError).cause).toMatchObject({
       code: expect.stringMatching(/^SQLITE_BUSY/),
     });
-    expect(won(await b.claim("busy2", 60_000)).fencingId).toBe(1);
+    expect(won(await b.claim("busy2", 60_000)).key).toBe("busy2");
   });
 
   it("a duplicate or contended claim answers while another process holds the write lock", async () => {

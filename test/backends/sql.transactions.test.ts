@@ -89,10 +89,12 @@ describe.skipIf(!postgres)("SqlLock postgres: transactions", () => {
       `CREATE TABLE ${table} (entry text, CONSTRAINT once UNIQUE (entry) DEFERRABLE INITIALLY DEFERRED)`,
     );
     await pgPool!.query(`INSERT INTO ${table} VALUES ('taken')`);
+    let fence = 0;
     const error = await lockInTransaction(
       "m:deferred",
       { backend, logger: silentLogger },
-      async (tx) => {
+      async (tx, claim) => {
+        fence = claim.fencingId;
         await tx.query(`INSERT INTO ${table} VALUES ('new'), ('taken')`); // passes until COMMIT
         return "ran";
       },
@@ -101,24 +103,27 @@ describe.skipIf(!postgres)("SqlLock postgres: transactions", () => {
     expect((error as BackendError).cause).toMatchObject({ code: "23505" });
     const rows = await pgPool!.query(`SELECT entry FROM ${table} ORDER BY entry`);
     expect(rows.rows.map((row) => row.entry)).toEqual(["taken"]);
-    expect(won(await backend.claim("m:deferred", 60_000)).fencingId).toBe(3);
+    // Released: the next claim wins at once, at fence + 2.
+    expect(won(await backend.claim("m:deferred", 60_000)).fencingId).toBe(fence + 2);
   });
 
   it("a body that swallows a failed statement cannot commit: the complete fails, nothing lands", async () => {
     const backend = new SqlLock({ client: pgPool!, table: freshTable() });
     await backend.ensureSchema();
     const { table, count } = await orders();
+    let fence = 0;
     const error = await lockInTransaction(
       "po:swallow",
       { backend, logger: silentLogger },
-      async (tx) => {
+      async (tx, claim) => {
+        fence = claim.fencingId;
         await tx.query(`INSERT INTO ${table} (po) VALUES ($1)`, ["swallow"]);
         await tx.query("SELECT * FROM no_such_table").catch(() => {});
       },
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BackendError);
     expect(await count("swallow")).toBe(0);
-    expect(won(await backend.claim("po:swallow", 60_000)).fencingId).toBe(3);
+    expect(won(await backend.claim("po:swallow", 60_000)).fencingId).toBe(fence + 2);
   });
 
   it("on one pg Client, claims wait for the open transaction and bodies run one at a time", async () => {
@@ -268,11 +273,17 @@ describe("SqlLock sqlite: one connection shared by async bodies", () => {
     const db = sqlite.open(`${freshTable()}.db`);
     const backend = new SqlLock({ client: db, table: freshTable() });
     await backend.ensureSchema();
-    const error = await lockInTransaction("m", { backend, logger: silentLogger }, async (tx) => {
-      tx.exec("ROLLBACK");
-    }).catch((e: unknown) => e);
+    let fence = 0;
+    const error = await lockInTransaction(
+      "m",
+      { backend, logger: silentLogger },
+      async (tx, claim) => {
+        fence = claim.fencingId;
+        tx.exec("ROLLBACK");
+      },
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BackendError);
     expect(String((error as Error).message)).toMatch(/transaction ended inside the body/);
-    expect(won(await backend.claim("m", 60_000)).fencingId).toBe(3);
+    expect(won(await backend.claim("m", 60_000)).fencingId).toBe(fence + 2);
   });
 });

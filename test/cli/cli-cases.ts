@@ -37,19 +37,25 @@ export function describeCli(target: CliTarget): void {
       const done = freshKey("done");
       const held = freshKey("held");
       const absent = freshKey("absent");
-      expect(await backend.complete(won(await backend.claim(done, 60_000)))).toBe(true);
+      const doneClaim = won(await backend.claim(done, 60_000));
+      expect(await backend.complete(doneClaim)).toBe(true);
       const claim = won(await backend.claim(held, 60_000));
 
       const json = await run("inspect", "--json", ...target.args(), done, held, absent);
       expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: "" });
       const { records } = JSON.parse(json.stdout) as { records: Array<Record<string, unknown>> };
       expect(records).toEqual([
-        expect.objectContaining({ key: done, status: "done", state: "done", fencingId: 1 }),
+        expect.objectContaining({
+          key: done,
+          status: "done",
+          state: "done",
+          fencingId: doneClaim.fencingId,
+        }),
         expect.objectContaining({
           key: held,
           status: "held",
           state: "claimed",
-          fencingId: 1,
+          fencingId: claim.fencingId,
           leaseExpiresAt: claim.leaseExpiresAt,
         }),
         { key: absent, status: "absent" },
@@ -62,7 +68,7 @@ export function describeCli(target: CliTarget): void {
       expect(text.code).toBe(0);
       expect(text.stdout).toMatch(/^key {9}cli:/m);
       expect(text.stdout).toMatch(/^status {6}held \(a live claim/m);
-      expect(text.stdout).toMatch(/^fencing id {2}1$/m);
+      expect(text.stdout).toMatch(new RegExp(`^fencing id {2}${claim.fencingId}$`, "m"));
       expect(text.stdout).toMatch(/^lease end {3}\d{4}-\d\d-\d\dT.+Z \(in \d+s\)$/m);
       await backend.close?.();
     });
@@ -74,7 +80,8 @@ export function describeCli(target: CliTarget): void {
       const released = await run("release", "--yes", ...target.args(), key);
       expect({ code: released.code, stderr: released.stderr }).toEqual({ code: 0, stderr: "" });
       expect(released.stdout).toContain(
-        `released ${key}: fence 1 → 2; the next claim takes it at fence 3`,
+        `released ${key}: fence ${stuck.fencingId} → ${stuck.fencingId + 1}; ` +
+          `the next claim takes it at fence ${stuck.fencingId + 2}`,
       );
       const next = won(await backend.claim(key, 60_000));
       expect(next.fencingId).toBe(stuck.fencingId + 2);
@@ -86,13 +93,14 @@ export function describeCli(target: CliTarget): void {
     it("release: a done key is never released (exit 1), and --json says so", async () => {
       const backend = await target.backend();
       const key = freshKey("done-release");
-      expect(await backend.complete(won(await backend.claim(key, 60_000)))).toBe(true);
+      const claim = won(await backend.claim(key, 60_000));
+      expect(await backend.complete(claim)).toBe(true);
       const result = await run("release", "--yes", "--json", ...target.args(), key);
       expect(result.code).toBe(1);
       expect(JSON.parse(result.stdout)).toMatchObject({
         key,
         released: false,
-        before: { status: "done", fencingId: 1 },
+        before: { status: "done", fencingId: claim.fencingId },
         message: expect.stringMatching(/^not released: it is done/),
       });
       expect(await backend.claim(key, 60_000)).toEqual({ status: "done" });

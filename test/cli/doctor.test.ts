@@ -79,6 +79,22 @@ describe("the rules as arithmetic", () => {
     expect(Object.entries(result).filter(([, v]) => v === "fail")).toEqual([[broken, "fail"]]);
   });
 
+  it("heartbeat holds rule 2 too: every renew moves the expiry, however short the ttl", () => {
+    const rules = checkRules(facts, {
+      ...sizing,
+      heartbeat: true,
+      leaseMs: 120_000,
+      ttlMs: 60_000,
+    });
+    expect(rules.find((r) => r.rule === "lease+ttl")).toMatchObject({
+      verdict: "pass",
+      arithmetic: expect.stringContaining("heartbeat on"),
+    });
+    // Without it, the fix names what is at stake: a lock's repeated work, not the fence.
+    const without = checkRules(facts, { ...sizing, leaseMs: 120_000, ttlMs: 60_000 });
+    expect(without.find((r) => r.rule === "lease+ttl")?.fix).toMatch(/fence holds either way/);
+  });
+
   it("heartbeat holds rule 1 whatever the run; pull and no dead-letter policy are n/a", () => {
     const result = verdicts(
       { ...facts, pushEndpoint: undefined, pushAuth: undefined, deadLetter: undefined },

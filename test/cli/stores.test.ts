@@ -78,7 +78,7 @@ describe("release asks first on a terminal (in process, answers typed in)", () =
       const { io, cli } = fakeTerminal({ GCP_PUBSUB_IDEMPOTENCY_BACKEND: url }, [answer]);
       expect(await runCli(["release", "--table", target.args()[3] as string, key], cli)).toBe(code);
       expect(io.asked).toEqual([
-        `Release ${key} at fence 1? A holder that still runs will be fenced out. [y/N] `,
+        `Release ${key} at fence ${claim.fencingId}? A holder that still runs will be fenced out. [y/N] `,
       ]);
       expect(io.out).toContain(message);
       const after = await backend.claim(key, 60_000);

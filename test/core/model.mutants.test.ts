@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import {
   claimTransition,
+  clockFence,
   completeTransition,
   type Decide,
   type LockRecord,
@@ -66,7 +67,7 @@ class MutantLock implements LockBackend {
 const claimAsTable =
   (key: string, leaseMs: number): Decide<ClaimOutcome> =>
   (record, now) =>
-    claimTransition(record, now, { key, leaseMs, ttlMs: TTL_MS });
+    claimTransition(record, now, { key, leaseMs, ttlMs: TTL_MS }, clockFence(now));
 
 const mutants: Record<
   string,
@@ -102,8 +103,14 @@ const mutants: Record<
     },
   },
   "release that deletes the record": {
-    // The fence then restarts at 1 long before the record's expiry.
+    // A new record then takes the key long before the released one's expiry.
     deletesOnRelease: true,
+  },
+  "a fence that restarts at 1 once the record is deleted (the fence before issue 19)": {
+    claim: (key, leaseMs) => (record, now) =>
+      record !== undefined && now >= record.expiresAt
+        ? claimTransition(undefined, now, { key, leaseMs, ttlMs: TTL_MS }, 1)
+        : claimAsTable(key, leaseMs)(record, now),
   },
   "a lease still held at its last millisecond (≤ for <)": {
     claim: (key, leaseMs) => (record, now) =>

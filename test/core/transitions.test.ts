@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   claimTransition,
+  clockFence,
   completeTransition,
   forceReleaseTransition,
   inspectTransition,
@@ -16,6 +17,8 @@ import {
 } from "../../src/core/transitions.js";
 
 const NOW = 1_000_000;
+/** The first fence the store picks for a new record (its clock or a sequence). */
+const FIRST = 7_000;
 const TTL = 500;
 const LEASE = 100;
 const KEY = "orders:42";
@@ -47,7 +50,7 @@ describe("claim rows", () => {
   });
 
   it.each<[string, LockRecord | undefined, TransitionRow, object]>([
-    ["an absent key is won at fence 1", undefined, "claim.absent", won(1)],
+    ["an absent key is won at the store's first fence", undefined, "claim.absent", won(FIRST)],
     [
       "a live lease answers held until it ends",
       claimed,
@@ -69,23 +72,36 @@ describe("claim rows", () => {
       },
     ],
   ])("%s", (_, record, row, expected) => {
-    const transition = claimTransition(record, NOW, claimCall);
+    const transition = claimTransition(record, NOW, claimCall, FIRST);
     expect({ ...transition }).toEqual({ row, ...expected });
   });
 
   it("the lease boundary: at exactly leaseExpiresAt the lease has lapsed", () => {
-    expect(claimTransition(claimed, claimed.leaseExpiresAt - 1, claimCall).row).toBe("claim.held");
-    expect(claimTransition(claimed, claimed.leaseExpiresAt, claimCall).row).toBe("claim.lapsed");
+    expect(claimTransition(claimed, claimed.leaseExpiresAt - 1, claimCall, FIRST).row).toBe(
+      "claim.held",
+    );
+    expect(claimTransition(claimed, claimed.leaseExpiresAt, claimCall, FIRST).row).toBe(
+      "claim.lapsed",
+    );
   });
 
-  it("a record past expiresAt but not yet deleted is reclaimed at fence + 1, not 1", () => {
+  it("a record past expiresAt but not yet deleted is reclaimed at fence + 1", () => {
     const stale = { ...lapsed, expiresAt: NOW - 1 };
-    expect(claimTransition(stale, NOW, claimCall).write?.fencingId).toBe(4);
+    expect(claimTransition(stale, NOW, claimCall, FIRST).write?.fencingId).toBe(4);
   });
 
   it("without a token (InMemoryLock) no record counts as the call's own", () => {
     const call = { key: KEY, leaseMs: LEASE, ttlMs: TTL };
-    expect(claimTransition({ ...claimed, token: undefined }, NOW, call).row).toBe("claim.held");
+    expect(claimTransition({ ...claimed, token: undefined }, NOW, call, FIRST).row).toBe(
+      "claim.held",
+    );
+  });
+
+  it("clockFence: a whole-ms clock read in µs, above every fence of a record living ≥ 1 ms", () => {
+    expect(clockFence(NOW)).toBe(NOW * 1000);
+    // 999 claims and releases in the one ms a record lives stay below the next record's fence.
+    expect(clockFence(NOW) + 999).toBeLessThan(clockFence(NOW + 1));
+    expect(Number.isSafeInteger(clockFence(Date.parse("2200-01-01")))).toBe(true);
   });
 });
 
@@ -262,7 +278,7 @@ describe("operator rows: inspect and forceRelease", () => {
 });
 
 describe("unlessLapsed (process-clock backends)", () => {
-  const win = claimTransition(undefined, NOW, claimCall).answer;
+  const win = claimTransition(undefined, NOW, claimCall, FIRST).answer;
   it("hands a win on while its lease runs", () => {
     expect(unlessLapsed(win, NOW + LEASE - 1)).toBe(win);
   });
@@ -304,6 +320,7 @@ describe("every step keeps the table's invariants", () => {
     leaseMs: fc.integer({ min: 1, max: 500 }),
     ttlMs: fc.integer({ min: 1, max: 500 }),
     token: fc.constantFrom("a", "b", "c"),
+    firstFence: fc.integer({ min: 1, max: 10 }),
   });
 
   it("fence never falls; writes need a matching live fence; a claim outlives its lease", () => {
@@ -312,7 +329,7 @@ describe("every step keeps the table's invariants", () => {
         const claim = { key: KEY, fencingId: c.fencingId };
         const t =
           c.kind === "claim"
-            ? claimTransition(before, now, { key: KEY, ...c })
+            ? claimTransition(before, now, { key: KEY, ...c }, c.firstFence)
             : c.kind === "complete"
               ? completeTransition(before, now, { claim, ttlMs: c.ttlMs })
               : c.kind === "release"
@@ -338,7 +355,7 @@ describe("every step keeps the table's invariants", () => {
             before !== undefined &&
             now < (before.state === "done" ? before.expiresAt : before.leaseExpiresAt);
           expect(live).toBe(false);
-          expect(after.fencingId).toBe(before === undefined ? 1 : before.fencingId + 1);
+          expect(after.fencingId).toBe(before === undefined ? c.firstFence : before.fencingId + 1);
         } else {
           expect(before?.fencingId).toBe(c.fencingId);
           expect(now).toBeLessThan(before?.expiresAt ?? Number.NEGATIVE_INFINITY);

@@ -53,7 +53,8 @@ export interface ModelTarget {
   lapsedWinAnswersHeld?: boolean;
   /**
    * Whether the store may delete a record on its own once past its expiry (Redis PEXPIREAT,
-   * InMemoryLock's sweep; a claim then starts again at fence 1). Default true; false for a
+   * InMemoryLock's sweep; a claim then starts a new record above every fence the key had).
+   * Default true; false for a
    * store that keeps it until purged (SQL without `purgeExpired()`, an emulator without a TTL
    * policy), so that a claim there must find the record and raise its fence.
    */
@@ -87,7 +88,7 @@ export interface ModelReport {
   forks: number;
   /** Claims on a record past its expiry, which the store may or may not have deleted yet. */
   maybeDeleted: number;
-  /** Of those, claims whose answer showed it deleted (a fresh record at fence 1). */
+  /** Of those, claims whose answer showed it deleted (a new record, above the old fence). */
   deleted: number;
   /** How often each row of the table applied (as the answer showed it). */
   rows: Record<string, number>;
@@ -227,7 +228,10 @@ interface Shape {
 function claimShape(outcome: ClaimOutcome): Shape {
   switch (outcome.status) {
     case "won":
-      return { shape: `won fence ${outcome.claim.fencingId}`, time: outcome.claim.leaseExpiresAt };
+      return {
+        shape: `won fence ${fenceShape(outcome.claim.fencingId)}`,
+        time: outcome.claim.leaseExpiresAt,
+      };
     case "held":
       return { shape: "held", time: outcome.leaseExpiresAt };
     default:
@@ -254,6 +258,14 @@ interface Explored {
   /** The answers at the client's best estimate: the window's midpoint, the records' midpoints. */
   estimate: Set<string>;
 }
+
+/**
+ * The fence the table is given for a record created where none is stored: a stand-in, since
+ * the store picks it (its clock or a sequence). A won answer matches it when its fence is above
+ * every fence the key had (the fence never restarts); the record then takes the answer's fence.
+ */
+const FIRST_FENCE = -1;
+const fenceShape = (fence: number) => (fence === FIRST_FENCE ? "new, above the key's" : `${fence}`);
 
 /** Marks the rows that apply to a record deleted past its expiry. */
 const DELETED = "deleted, ";
@@ -415,6 +427,8 @@ class Sequence {
   private readonly slots: Slot[][] = Array.from({ length: KEYS }, () => [undefined]);
   /** The claims won on each key, latest first. */
   private readonly won: Claim[][] = Array.from({ length: KEYS }, () => []);
+  /** The highest fence each key's record has had: a new record must start above it. */
+  private readonly highest: number[] = Array.from({ length: KEYS }, () => 0);
   private readonly trace: string[] = [];
   private readonly t0: number;
   private readonly deletes: boolean;
@@ -478,7 +492,7 @@ class Sequence {
       case "claim": {
         const call = { key, leaseMs, ttlMs };
         send = () => backend.claim(key, leaseMs);
-        decide = (record, now) => claimTransition(record, now, call);
+        decide = (record, now) => claimTransition(record, now, call, FIRST_FENCE);
         break;
       }
       case "complete": {
@@ -537,9 +551,15 @@ class Sequence {
       `\n    answer: ${showAnswer(answer, this.t0)}`;
     this.trace.push(line);
 
+    const highest = this.highest[command.key]!;
+    const fresh =
+      command.op === "claim" &&
+      (answer as ClaimOutcome).status === "won" &&
+      (answer as { claim: Claim }).claim.fencingId > highest;
+    const firstShape = `won fence ${fenceShape(FIRST_FENCE)}`;
     const matching = possibilities.filter(
       (p) =>
-        p.shape === actual.shape &&
+        (p.shape === actual.shape || (fresh && p.shape === firstShape)) &&
         (actual.time === undefined ||
           p.time === undefined ||
           within(actual.time, { lo: p.time.lo - g, hi: p.time.hi + g })),
@@ -584,6 +604,8 @@ class Sequence {
         );
       }
       if (outcome.status === "won") {
+        const { fencingId } = outcome.claim;
+        next = next.map((s) => (s?.fencingId === FIRST_FENCE ? { ...s, fencingId } : s));
         this.won[command.key]!.unshift(outcome.claim);
         // The store's time at the claim, exactly: leaseExpiresAt = now + lease.
         const storeNow = outcome.claim.leaseExpiresAt - leaseMs;
@@ -603,6 +625,10 @@ class Sequence {
     const merged = merge(next);
     if (merged.length > 1) this.counters.forks += 1;
     this.slots[command.key] = merged;
+    for (const s of merged) {
+      if (s !== undefined)
+        this.highest[command.key] = Math.max(this.highest[command.key]!, s.fencingId);
+    }
     this.trace.push(
       `    expected records now: ${showSlots(merged, this.t0)}; offset ${this.offset.lo}..${this.offset.hi}`,
     );

@@ -43,7 +43,7 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
     const ref = this.document(firestore, key);
     for (let race = 0; race < MAX_RACES; race++) {
       const snapshot = await ref.get();
-      // Absent, or deleted meanwhile (TTL or purge): a claim starts over at fence 1.
+      // Absent, or deleted meanwhile (TTL or purge): a claim starts a new record (its first fence).
       const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
       const { answer, write } = decide(record, Date.now());
       if (write === undefined) return answer;

@@ -81,6 +81,11 @@ export class InMemoryLock implements LockBackend {
   readonly ttlMs: number;
   private readonly clock: () => number;
   private readonly records = new Map<string, LockRecord>();
+  /**
+   * The highest fence of any record deleted so far: a record created later starts above it,
+   * so no claim on a deleted record matches its key's next one. A sequence needs no clock.
+   */
+  private deletedFence = 0;
   private sweepCursor: IterableIterator<[string, LockRecord]> | undefined;
 
   /**
@@ -115,11 +120,12 @@ export class InMemoryLock implements LockBackend {
     assertPositiveMs("leaseMs", leaseMs);
     const now = this.now();
     this.sweep(now);
-    const { answer, write } = claimTransition(this.records.get(key), now, {
-      key,
-      leaseMs,
-      ttlMs: this.ttlMs,
-    });
+    const { answer, write } = claimTransition(
+      this.records.get(key),
+      now,
+      { key, leaseMs, ttlMs: this.ttlMs },
+      this.deletedFence + 1,
+    );
     if (write !== undefined) {
       // Re-insert so the sweep cursor, which walks insertion order, meets it again later.
       this.records.delete(key);
@@ -155,7 +161,7 @@ export class InMemoryLock implements LockBackend {
     let removed = 0;
     for (const [key, record] of this.records) {
       if (purgeTransition(record, now).write === "delete") {
-        this.records.delete(key);
+        this.delete(key, record);
         removed += 1;
       }
     }
@@ -178,9 +184,14 @@ export class InMemoryLock implements LockBackend {
     );
   }
 
-  /** Forget every record. */
+  /** Forget every record (the fences they reached are kept: a claim after close starts above). */
   async close(): Promise<void> {
-    this.records.clear();
+    for (const [key, record] of this.records) this.delete(key, record);
+  }
+
+  private delete(key: string, record: LockRecord): void {
+    this.records.delete(key);
+    if (record.fencingId > this.deletedFence) this.deletedFence = record.fencingId;
   }
 
   /** One fenced call: read the record, apply its transition, store what it writes. */
@@ -200,7 +211,7 @@ export class InMemoryLock implements LockBackend {
         return;
       }
       const [key, record] = next.value;
-      if (purgeTransition(record, now).write === "delete") this.records.delete(key);
+      if (purgeTransition(record, now).write === "delete") this.delete(key, record);
     }
   }
 }

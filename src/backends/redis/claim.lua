@@ -3,7 +3,7 @@
 
   Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
   src/core/transitions.ts), named as there:
-    absent  | claim | —                     → claimed, won, fence 1                [claim.absent]
+    absent  | claim | —                     → claimed, won, fence = now in µs      [claim.absent]
     claimed | claim | now < leaseExpiresAt  → held                                 [claim.held]
     claimed | claim | now ≥ leaseExpiresAt  → claimed (new token), won, fence + 1  [claim.lapsed]
     done    | claim | now < expiresAt       → done                                 [claim.done]
@@ -21,20 +21,26 @@
     {'won', fencingId, leaseExpiresAt}   the key is ours
     {'held', fencingId, leaseExpiresAt}  a live holder owns it until leaseExpiresAt
     {'done', fencingId, expiresAt}       completed within its ttl
-  Every number is an integer epoch ms or counter below 2^53, so the reply is exact.
+  Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
+
+  A new record's fence is the server's clock in µs, so it starts above every fence an earlier,
+  deleted record of the key reached (each claim or release adds 1; a record lives at least its
+  ttl, so it would need more than one step per µs of its life to catch up), unless the server's
+  clock steps back by more than the ttl.
 
   The record is a hash: state, fencingId, leaseExpiresAt, expiresAt, token.
-  Uses int() and now_ms() from prelude.lua, which index.ts prepends.
+  Uses int() and now_us() from prelude.lua, which index.ts prepends.
 ]]
 
 local key = KEYS[1]
 local leaseMs = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
 local token = ARGV[3]
-local now = now_ms()
+local us = now_us()
+local now = math.floor(us / 1000)
 
 local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt')
-local fence = 1
+local fence = us
 if r[1] then
   local fencingId = tonumber(r[2])
   if r[1] == 'done' then

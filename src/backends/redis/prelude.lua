@@ -3,11 +3,13 @@
 -- forceRelease.lua) once, at module load; the SHA sent with EVALSHA is the SHA of that
 -- assembled text, so each script stays self-contained on the server.
 --
--- Defines (as locals of the script's chunk: 4 of Lua's 200, no globals)
+-- Defines (as locals of the script's chunk: 5 of Lua's 200, no globals)
 --   int(n)    n as a plain integer string ('%.0f'); tostring() switches to exponent form above
 --             1e14. Lua numbers are doubles: every fence and epoch-ms time stays below 2^53.
---   now_ms()  the server's clock in epoch ms, from TIME: seconds * 1000 + floor(µs / 1000), so
---             every client is judged by one clock.
+--   now_us()  the server's clock in epoch µs, from TIME: seconds * 1000000 + µs (about 1.8e15,
+--             exact in a double). A new record's first fence (claim.lua).
+--   now_ms()  the same clock in epoch ms, floor(now_us() / 1000), so every client is judged by
+--             one clock.
 --   fenced_state(key, fencingId, now)
 --             the record's state ('claimed' or 'done') when it exists, carries this fence and
 --             is not past its expiresAt; nil otherwise. The guard every fenced call shares:
@@ -25,9 +27,13 @@ local function int(n)
   return string.format('%.0f', n)
 end
 
-local function now_ms()
+local function now_us()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local function now_ms()
+  return math.floor(now_us() / 1000)
 end
 
 local function fenced_state(key, fencingId, now)

@@ -2,6 +2,7 @@ import { type RetryPolicy, withRetry } from "../../core/retry.js";
 import type { TransactionCompletion } from "../../core/transaction.js";
 import {
   claimTransition,
+  clockFence,
   completeTransition,
   type Decide,
   forceReleaseTransition,
@@ -72,7 +73,9 @@ export class GoogleRecords<C, Tx> {
     // One token per call, shared by its retries: a retry that finds it knows its write landed.
     const call = { key, leaseMs, ttlMs: this.ttlMs, token: newToken() };
     const outcome = await this.run("claim", key, (client) =>
-      this.io.claim(client, key, (record, now) => claimTransition(record, now, call)),
+      this.io.claim(client, key, (record, now) =>
+        claimTransition(record, now, call, clockFence(now)),
+      ),
     );
     return unlessLapsed(outcome, Date.now());
   }

@@ -3,8 +3,8 @@
 -- Returns one row: state, fencing_id, lease_expires_at, token. The claim was won iff
 -- token = $4.
 -- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
---   claim.absent (won, fence 1), claim.held, claim.lapsed (won, fence + 1), claim.done,
---   claim.expired (won, fence + 1). claim.own needs no statement: no claim is retried after
+--   claim.absent (won, fence = the server's clock in epoch µs), claim.held, claim.lapsed
+--   (won, fence + 1), claim.done, claim.expired (won, fence + 1). claim.own needs no statement: no claim is retried after
 --   a landed write, and the token in the returned row tells who won.
 -- A live record (done and unexpired, or claimed with its lease running) in the statement's
 -- snapshot answers done/held by itself: the INSERT then gets no row, so a duplicate or a
@@ -14,8 +14,14 @@
 -- is decided inside DO UPDATE, which sees the latest committed row (not the snapshot), so a
 -- lost race still answers done/held in this round trip. DO UPDATE always fires (rewriting
 -- a held/done row unchanged) so RETURNING always has a row.
+-- A new record's fence is the server's clock in µs (bigint; about 1.8e15, exact in a JS
+-- number): above every fence an earlier, deleted record of the key reached, since each claim
+-- or release adds only 1 and a record lives at least its ttl, unless the server's clock steps
+-- back by more than the ttl.
 WITH n AS (
-  SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now
+  SELECT (extract(epoch FROM t) * 1000)::bigint AS now,
+    (extract(epoch FROM t) * 1000000)::bigint AS first_fence
+  FROM (SELECT clock_timestamp() AS t) AS clock
 ), live AS (
   SELECT c.state, c.fencing_id, c.lease_expires_at, c.token
   FROM {{table}} AS c, n
@@ -23,7 +29,7 @@ WITH n AS (
     AND (CASE WHEN c.state = 'done' THEN c.expires_at ELSE c.lease_expires_at END) > n.now
 ), claimed AS (
   INSERT INTO {{table}} AS r ("key", state, fencing_id, lease_expires_at, expires_at, token)
-  SELECT $1::text, 'claimed', 1, n.now + $2::bigint, n.now + $2::bigint + $3::bigint, $4::text
+  SELECT $1::text, 'claimed', n.first_fence, n.now + $2::bigint, n.now + $2::bigint + $3::bigint, $4::text
   FROM n WHERE NOT EXISTS (SELECT 1 FROM live)
   ON CONFLICT ("key") DO UPDATE SET
     fencing_id = CASE WHEN (CASE WHEN r.state = 'done' THEN r.expires_at ELSE r.lease_expires_at END)

@@ -3,12 +3,17 @@
 -- @key key, @lease lease ms, @ttl ttl ms, @token this claim's random token.
 -- Returns one row: state, fencing_id, lease_expires_at, token; won iff token = @token.
 -- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
---   claim.absent (won, fence 1), claim.held, claim.lapsed (won, fence + 1), claim.done,
---   claim.expired (won, fence + 1). claim.own needs no statement: no claim is retried after
---   a landed write, and the token in the returned row tells who won.
+--   claim.absent (won, fence = the clock in epoch ms × 1000), claim.held, claim.lapsed
+--   (won, fence + 1), claim.done, claim.expired (won, fence + 1). claim.own needs no
+--   statement: no claim is retried after a landed write, and the token in the returned row
+--   tells who won.
 -- DO UPDATE always fires so RETURNING always has the row; SET reads the old values.
+-- SQLite's clock ('now': this process's, as for every lease here) reads whole ms, so a new
+-- record's fence is that time × 1000: above every fence an earlier, deleted record of the key
+-- reached, unless it took 1000 claims and releases per ms of its life (a record lives at
+-- least its ttl), or the clock stepped back by more than the ttl.
 INSERT INTO {{table}} AS r ("key", state, fencing_id, lease_expires_at, expires_at, token)
-SELECT @key, 'claimed', 1, n.now + @lease, n.now + @lease + @ttl, @token
+SELECT @key, 'claimed', n.now * 1000, n.now + @lease, n.now + @lease + @ttl, @token
 FROM (SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS now) AS n
 WHERE true
 ON CONFLICT ("key") DO UPDATE SET

@@ -7,7 +7,7 @@
  *   npm run bench -- --smoke           seconds; proves it runs, writes nothing (CI)
  *   npm run bench -- --only redis,postgres [--out FILE.md]
  *
- * --only takes backend names (below), `scale` and `gateway`; a backend's name also selects
+ * --only takes backend names (below), `scale`, `gateway` and `telemetry`; a backend's name also selects
  * its scale run (redis, postgres, memory). A run with --only or --smoke writes only to --out.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -20,6 +20,7 @@ import { redisBench, redisClusterBench } from "./backends/redis.js";
 import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
 import { scaleChart, throughputChart } from "./chart.js";
 import { gatewayBench } from "./gateway.js";
+import { telemetryBench } from "./telemetry.js";
 import { type RunResult, renderMarkdown } from "./report.js";
 import {
   fmtMs,
@@ -69,7 +70,7 @@ function parseArgs(argv: string[]) {
     ?.split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  const names = new Set([...BACKENDS.map((b) => b.id), "scale", "gateway"]);
+  const names = new Set([...BACKENDS.map((b) => b.id), "scale", "gateway", "telemetry"]);
   for (const n of only ?? []) {
     if (!names.has(n))
       throw new Error(`--only: unknown ${n}; choose from ${[...names].join(", ")}`);
@@ -82,7 +83,7 @@ const args = parseArgs(process.argv.slice(2));
 if (args.help) {
   console.log(
     "npm run bench -- [--quick | --smoke] [--only a,b] [--out FILE.md]\n" +
-      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway`,
+      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, telemetry`,
   );
   process.exit(0);
 }
@@ -128,7 +129,7 @@ const estimate =
     cellSeconds +
   scales.length * (settings.scaleSizes.length * 2 * cellSeconds + (args.size === "full" ? 15 : 5));
 progress(
-  `${args.size} run: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}; about ${Math.round(estimate / 60 + 0.4)} min of measuring plus start-ups; load ${run.loadAtStart}`,
+  `${args.size} run: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}; about ${Math.round(estimate / 60 + 0.4)} min of measuring plus start-ups; load ${run.loadAtStart}`,
 );
 
 let stopping: (() => Promise<void>) | undefined;
@@ -144,6 +145,16 @@ if (selected("gateway")) {
   run.gateway = await gatewayBench(settings.gatewayCycles);
   progress(
     `gateway: ${fmtRate(run.gateway.lock)} lock() cycles/s (floor ${fmtRate(run.gateway.floor)})`,
+  );
+}
+
+if (selected("telemetry")) {
+  progress("telemetry: the gateway with telemetry off, on without an SDK, and on with the SDK");
+  const rounds = args.size === "smoke" ? 1 : args.size === "quick" ? 5 : 15;
+  run.telemetry = await telemetryBench(Math.round(settings.gatewayCycles / 16), rounds);
+  const t = run.telemetry;
+  progress(
+    `telemetry: lock() off ${fmtRate(t.lock.off)}/s, no SDK ${fmtRate(t.lock.noSdk)}/s (${(t.lock.noSdk / t.lock.off).toFixed(3)}×), SDK ${fmtRate(t.lock.sdk)}/s (${(t.lock.sdk / t.lock.off).toFixed(3)}×); push off ${fmtRate(t.push.off)}/s, no SDK ${(t.push.noSdk / t.push.off).toFixed(3)}×, SDK ${(t.push.sdk / t.push.off).toFixed(3)}×`,
   );
 }
 

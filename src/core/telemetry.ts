@@ -272,8 +272,23 @@ export class Observation {
   }
 
   /**
-   * Start observing a verb (`under` a delivery) or a delivery (`trace` given), or undefined
-   * when nothing would be recorded. The API must have settled ({@link telemetryApiSettled}).
+   * True when nothing can record: the API is absent, or it is there but no SDK, context
+   * manager or propagator was ever registered and no provider was passed. The check every
+   * call makes before any other telemetry work.
+   */
+  static idle(settings: TelemetrySettings): boolean {
+    return (
+      !api ||
+      (settings.tracerProvider === undefined &&
+        settings.meterProvider === undefined &&
+        (globalThis as Record<symbol, unknown>)[OTEL_GLOBAL] === undefined)
+    );
+  }
+
+  /**
+   * Start observing a verb (`under` a delivery) or a delivery (`describeDelivery` given), or
+   * undefined when nothing would be recorded. The API must have settled
+   * ({@link telemetryApiSettled}); call it only when {@link Observation.idle} is false.
    */
   static start(
     settings: TelemetrySettings,
@@ -281,23 +296,17 @@ export class Observation {
     backend: string,
     key: string | undefined,
     under?: Observation,
-    trace?: DeliveryTrace,
+    describeDelivery?: () => DeliveryTrace,
   ): Observation | undefined {
     const otel = api;
     if (!otel) return undefined;
-    if (
-      settings.tracerProvider === undefined &&
-      settings.meterProvider === undefined &&
-      (globalThis as Record<symbol, unknown>)[OTEL_GLOBAL] === undefined
-    ) {
-      return undefined; // The API is there but nothing was ever registered: one check.
-    }
     const tracer = under ? under.tracer : tracerOf(otel, settings);
     const meters = under ? under.meters : instrumentsOf(otel, settings);
     if (tracer === null && meters === null) return undefined;
     let span: Span | undefined;
     let context: Context | undefined;
     if (tracer !== null) {
+      const trace = describeDelivery?.();
       const parent = under?.context ?? parentContext(otel, trace?.parent);
       const attributes: Attributes = { [ATTR.verb]: verb, [ATTR.backend]: backend };
       if (key !== undefined && settings.recordKey) attributes[ATTR.key] = key;

@@ -110,11 +110,9 @@ export function observeVerb(
 ): Observation | undefined | Promise<Observation | undefined> {
   const settings = r.telemetry;
   if (settings === undefined) return undefined;
-  if (!telemetryApiSettled()) {
-    return loadTelemetryApi().then(() =>
-      Observation.start(settings, verb, backendName(r.backend, "custom"), key, under),
-    );
-  }
+  if (!telemetryApiSettled())
+    return loadTelemetryApi().then(() => observeVerb(r, verb, key, under));
+  if (Observation.idle(settings)) return undefined;
   return Observation.start(settings, verb, backendName(r.backend, "custom"), key, under);
 }
 

@@ -285,13 +285,14 @@ export async function deliver<I>(
   const settings = gateway.lock.telemetry;
   if (settings === undefined) return deliverObserved(gateway, delivery, undefined);
   if (!telemetryApiSettled()) await loadTelemetryApi();
+  if (Observation.idle(settings)) return deliverObserved(gateway, delivery, undefined);
   const observation = Observation.start(
     settings,
     gateway.transactional ? "lockInTransaction" : "lock",
     gateway.backendName,
     undefined,
     undefined,
-    deliveryTrace(gateway, delivery),
+    () => deliveryTrace(gateway, delivery),
   );
   if (observation === undefined) return deliverObserved(gateway, delivery, undefined);
   observation.outcome = "ran";

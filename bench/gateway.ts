@@ -14,7 +14,7 @@ import {
 import { createTestIdentity, pushBody } from "gcp-pubsub-idempotency/testing";
 
 /** Always wins, completes and releases: no store at all, so only our own work is timed. */
-class InstantBackend implements LockBackend {
+export class InstantBackend implements LockBackend {
   private fence = 0;
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     this.fence++;

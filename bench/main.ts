@@ -8,7 +8,7 @@
  *   npm run bench -- --only redis,postgres [--out FILE.md]
  *   npm run bench -- --only memory,redis --repeat 3   the selection 3 times, with the spread
  *
- * --only takes backend names (below), `scale`, `gateway` and `transaction`; a backend's name
+ * --only takes backend names (below), `scale`, `gateway`, `telemetry` and `transaction`; a backend's name
  * also selects its scale run (redis, postgres, memory). A run with --only or --smoke writes
  * only to --out, except `transaction`: lockInTransaction against lock() plus its own
  * transaction on every SQL dialect (bench/transaction.ts), written to
@@ -25,6 +25,7 @@ import { redisBench, redisClusterBench } from "./backends/redis.js";
 import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
 import { scaleChart, throughputChart } from "./chart.js";
 import { gatewayBench } from "./gateway.js";
+import { telemetryBench } from "./telemetry.js";
 import { type RunResult, renderMarkdown } from "./report.js";
 import {
   fmtMs,
@@ -81,7 +82,13 @@ function parseArgs(argv: string[]) {
     ?.split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  const names = new Set([...BACKENDS.map((b) => b.id), "scale", "gateway", "transaction"]);
+  const names = new Set([
+    ...BACKENDS.map((b) => b.id),
+    "scale",
+    "gateway",
+    "telemetry",
+    "transaction",
+  ]);
   for (const n of only ?? []) {
     if (!names.has(n))
       throw new Error(`--only: unknown ${n}; choose from ${[...names].join(", ")}`);
@@ -94,7 +101,7 @@ const args = parseArgs(process.argv.slice(2));
 if (args.help) {
   console.log(
     "npm run bench -- [--quick | --smoke] [--only a,b] [--repeat N] [--out FILE.md]\n" +
-      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, transaction`,
+      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, telemetry, transaction`,
   );
   process.exit(0);
 }
@@ -127,7 +134,7 @@ const estimate =
     ? 3 * 2 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
     : 0);
 progress(
-  `${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("transaction") ? "; transaction" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
+  `${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}${selected("transaction") ? "; transaction" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
 );
 
 let failures = 0;
@@ -162,6 +169,16 @@ async function measure(pass: number): Promise<RunResult> {
     run.gateway = await gatewayBench(settings.gatewayCycles);
     progress(
       `gateway: ${fmtRate(run.gateway.lock)} lock() cycles/s (floor ${fmtRate(run.gateway.floor)})`,
+    );
+  }
+
+  if (selected("telemetry")) {
+    progress("telemetry: the gateway with telemetry off, on without an SDK, and on with the SDK");
+    const rounds = args.size === "smoke" ? 1 : args.size === "quick" ? 5 : 15;
+    run.telemetry = await telemetryBench(Math.round(settings.gatewayCycles / 16), rounds);
+    const t = run.telemetry;
+    progress(
+      `telemetry: lock() off ${fmtRate(t.lock.off)}/s, no SDK ${fmtRate(t.lock.noSdk)}/s (${(t.lock.noSdk / t.lock.off).toFixed(3)}×), SDK ${fmtRate(t.lock.sdk)}/s (${(t.lock.sdk / t.lock.off).toFixed(3)}×); push off ${fmtRate(t.push.off)}/s, no SDK ${(t.push.noSdk / t.push.off).toFixed(3)}×, SDK ${(t.push.sdk / t.push.off).toFixed(3)}×`,
     );
   }
 

@@ -45,6 +45,9 @@ export type {
   LogFields,
   Logger,
   PurgeOptions,
+  TelemetryMeterProvider,
+  TelemetryOptions,
+  TelemetryTracerProvider,
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs.js";

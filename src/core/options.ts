@@ -2,6 +2,7 @@ import { DEFAULT_LEASE_MS } from "./constants.js";
 import { InvalidConfiguration } from "./errors.js";
 import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
 import { guardLogger, jsonLogger } from "./logger.js";
+import { resolveTelemetry, type TelemetrySettings } from "./telemetry.js";
 import type { TransactionalLockBackend } from "./transaction.js";
 import type { LockBackend, Logger } from "./types.js";
 import { assertNonNegativeMs, assertPositiveMs, describe, readOptions } from "./validate.js";
@@ -14,9 +15,18 @@ export interface ResolvedLockOptions {
   /** The caller's logger behind a guard: it can neither throw nor reject into our code. */
   readonly logger: Logger;
   readonly heartbeat: HeartbeatPlan | undefined;
+  /** The `telemetry` option checked; undefined when it is `false`. */
+  readonly telemetry: TelemetrySettings | undefined;
 }
 
-const LOCK_OPTION_NAMES = ["backend", "leaseMs", "waitMs", "logger", "heartbeat"] as const;
+const LOCK_OPTION_NAMES = [
+  "backend",
+  "leaseMs",
+  "waitMs",
+  "logger",
+  "heartbeat",
+  "telemetry",
+] as const;
 
 /**
  * Check every option of a verb or surface once, where it enters: `where` names the caller
@@ -36,6 +46,7 @@ export function resolveLockOptions(where: string, options: unknown): ResolvedLoc
     waitMs,
     logger: guardLogger(loggerOption(o.logger)),
     heartbeat: planHeartbeat(o.heartbeat, backend, leaseMs),
+    telemetry: resolveTelemetry(where, o.telemetry),
   };
 }
 
@@ -125,7 +136,7 @@ export function transactionalBackend<Tx>(
 }
 
 /** The class name of a backend for a message ("RedisLock"), read without running its code. */
-function backendName(backend: object): string {
+export function backendName(backend: object, fallback = "this backend"): string {
   try {
     const made = Object.getPrototypeOf(backend)?.constructor as unknown;
     const name =
@@ -134,5 +145,5 @@ function backendName(backend: object): string {
   } catch {
     // A Proxy whose traps throw: name it generically.
   }
-  return "this backend";
+  return fallback;
 }

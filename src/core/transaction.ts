@@ -2,9 +2,10 @@
 // a crash, a thrown body or a fenced-out zombie lands neither. The claim is lock()'s own.
 import { Duplicate, InProgress } from "./errors.js";
 import { type ResolvedLockOptions, resolveLockOptions, transactionalBackend } from "./options.js";
+import type { Observation } from "./telemetry.js";
 import type { Claim, LockBackend, LockOptions } from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
-import { claimWithin, releaseAfterFailure, watchClaim } from "./verbs.js";
+import { claimWithin, observeVerb, releaseAfterFailure, runObserved, watchClaim } from "./verbs.js";
 
 /**
  * What {@link TransactionalLockBackend.completeInTransaction} resolves to.
@@ -179,7 +180,18 @@ export async function lockInTransaction<Tx, T>(
   const r = resolveLockOptions(where, options);
   const backend = transactionalBackend<Tx>(where, r.backend);
   assertFunction(where, "body", body);
-  return runInTransaction(key, r, backend, body);
+  let observation = observeVerb(r, "lockInTransaction", key);
+  if (observation instanceof Promise) observation = await observation;
+  if (observation === undefined) return runInTransaction(key, r, backend, body);
+  return runObserved(observation, r, (observed) =>
+    runInTransaction(
+      key,
+      observed,
+      observed.backend as TransactionalLockBackend<Tx>,
+      body,
+      observation,
+    ),
+  );
 }
 
 /**
@@ -191,10 +203,19 @@ export async function runInTransaction<Tx, T>(
   r: ResolvedLockOptions,
   backend: TransactionalLockBackend<Tx>,
   body: TransactionalBody<Tx, T>,
+  observation?: Observation,
 ): Promise<T> {
+  const claimedAt = observation ? performance.now() : 0;
   const outcome = await claimWithin(r, key);
-  if (outcome.status === "done") throw new Duplicate(key);
-  if (outcome.status === "held") throw new InProgress(key, outcome.leaseExpiresAt);
+  observation?.waited(performance.now() - claimedAt);
+  if (outcome.status === "done") {
+    if (observation) observation.outcome = "duplicate";
+    throw new Duplicate(key);
+  }
+  if (outcome.status === "held") {
+    if (observation) observation.outcome = "held";
+    throw new InProgress(key, outcome.leaseExpiresAt);
+  }
 
   const { claim } = outcome;
   const { controller, stopHeartbeat } = watchClaim(r, claim, body.length >= 3);
@@ -202,16 +223,19 @@ export async function runInTransaction<Tx, T>(
   let completion: TransactionCompletion<T>;
   try {
     completion = await backend.completeInTransaction(claim, async (tx) => {
+      const bodyAt = observation ? performance.now() : 0;
       try {
         return await body(tx, claim, controller.signal);
       } finally {
         // Before the fenced complete: a renewal queued behind the transaction (one SQLite
         // connection) must find the heartbeat stopped, not report the finished key as lost.
         stopHeartbeat();
+        observation?.bodyRan(bodyAt);
       }
     });
   } catch (error) {
     stopHeartbeat();
+    if (observation) observation.outcome = "failed";
     // Nothing landed, neither the body's writes nor DONE: free the key for the redelivery.
     await releaseAfterFailure(r, claim, error);
     throw error;
@@ -228,5 +252,6 @@ export async function runInTransaction<Tx, T>(
       },
     );
   }
+  if (observation) observation.outcome = completion.completed ? "ran" : "fenced_out";
   return completion.value;
 }

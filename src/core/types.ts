@@ -272,6 +272,75 @@ export interface LockOptions {
    * push ack deadline or the function timeout.
    */
   waitMs?: number;
+  /**
+   * OpenTelemetry spans and metrics (needs `@opentelemetry/api`, an optional peer). On by
+   * default with the global providers, and free until an SDK is registered; `false` turns it
+   * off. See {@link TelemetryOptions}.
+   */
+  telemetry?: boolean | TelemetryOptions;
+}
+
+/**
+ * A tracer provider as {@link TelemetryOptions} takes it: `@opentelemetry/api`'s
+ * `TracerProvider` (an SDK's `BasicTracerProvider`, `NodeTracerProvider`) fits it.
+ *
+ * @example
+ * ```ts
+ * import { trace } from "@opentelemetry/api";
+ * import type { TelemetryTracerProvider } from "gcp-pubsub-idempotency";
+ *
+ * const tracerProvider: TelemetryTracerProvider = trace.getTracerProvider();
+ * ```
+ */
+export interface TelemetryTracerProvider {
+  /** Returns the tracer of an instrumentation scope. */
+  getTracer(name: string, version?: string): object;
+}
+
+/**
+ * A meter provider as {@link TelemetryOptions} takes it: `@opentelemetry/api`'s
+ * `MeterProvider` (the SDK's `MeterProvider`) fits it.
+ *
+ * @example
+ * ```ts
+ * import { metrics } from "@opentelemetry/api";
+ * import type { TelemetryMeterProvider } from "gcp-pubsub-idempotency";
+ *
+ * const meterProvider: TelemetryMeterProvider = metrics.getMeterProvider();
+ * ```
+ */
+export interface TelemetryMeterProvider {
+  /** Returns the meter of an instrumentation scope. */
+  getMeter(name: string, version?: string): object;
+}
+
+/**
+ * The `telemetry` option of the verbs and surfaces. Spans: one per delivery (kind CONSUMER,
+ * continuing the trace the message carries) and per verb, with children for claim, complete,
+ * release and renew. Metrics: the counter `idempotency.outcomes` and the histograms
+ * `idempotency.claim.duration` and `idempotency.body.duration` (seconds). Log lines written
+ * while a span records carry Cloud Logging's trace fields.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, lock, type TelemetryOptions } from "gcp-pubsub-idempotency";
+ *
+ * const telemetry: TelemetryOptions = { recordKey: false, projectId: "my-project" };
+ * await lock("orders:42", { backend: new InMemoryLock(), telemetry }, async () => {});
+ * ```
+ */
+export interface TelemetryOptions {
+  /** Where spans go; default the global provider (`trace.setGlobalTracerProvider`). */
+  tracerProvider?: TelemetryTracerProvider;
+  /** Where metrics go; default the global provider (`metrics.setGlobalMeterProvider`). */
+  meterProvider?: TelemetryMeterProvider;
+  /** Put the idempotency key on spans (`idempotency.key`). Default false: keys can carry personal data. */
+  recordKey?: boolean;
+  /**
+   * The project in `logging.googleapis.com/trace` (`projects/PROJECT/traces/ID`); default
+   * GOOGLE_CLOUD_PROJECT, else GCLOUD_PROJECT.
+   */
+  projectId?: string;
 }
 
 /**

@@ -1,12 +1,21 @@
 import { Duplicate, InProgress } from "./errors.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { errorText } from "./logger.js";
-import { type ResolvedLockOptions, resolveLockOptions } from "./options.js";
+import { backendName, type ResolvedLockOptions, resolveLockOptions } from "./options.js";
 import { type Backoff, backoffDelay, sleep } from "./retry.js";
+import {
+  loadTelemetryApi,
+  Observation,
+  type ObservedOutcome,
+  observedBackend,
+  telemetryApiSettled,
+} from "./telemetry.js";
 import type { Claim, ClaimOutcome, GuardedBody, LockOptions } from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
 
 export type Verb = "lock" | "mutex";
+/** The verbs as telemetry names them. */
+export type ObservedVerb = Verb | "lockInTransaction";
 
 /** How a refusal names the call, built once rather than on every call. */
 const VERB_CALLS: Readonly<Record<Verb, string>> = { lock: "lock()", mutex: "mutex()" };
@@ -45,30 +54,91 @@ export async function runResolved<T>(
   key: string,
   r: ResolvedLockOptions,
   body: GuardedBody<T>,
+  observation?: Observation,
 ): Promise<T> {
+  const claimedAt = observation ? performance.now() : 0;
   const outcome = await claimWithin(r, key);
+  observation?.waited(performance.now() - claimedAt);
   if (outcome.status === "done") {
     // A mutex never completes, so a DONE record belongs to a lock() on the same key.
-    if (verb === "mutex")
+    if (verb === "mutex") {
+      if (observation) observation.outcome = "held";
       throw new InProgress(key, undefined, " (the key was completed by lock())");
+    }
+    if (observation) observation.outcome = "duplicate";
     throw new Duplicate(key);
   }
-  if (outcome.status === "held") throw new InProgress(key, outcome.leaseExpiresAt);
+  if (outcome.status === "held") {
+    if (observation) observation.outcome = "held";
+    throw new InProgress(key, outcome.leaseExpiresAt);
+  }
 
   const { claim } = outcome;
   const { controller, stopHeartbeat } = watchClaim(r, claim, body.length >= 2);
 
+  const bodyAt = observation ? performance.now() : 0;
   let result: T;
   try {
     result = await body(claim, controller.signal);
   } catch (error) {
     stopHeartbeat();
+    if (observation) {
+      observation.bodyRan(bodyAt);
+      observation.outcome = "failed";
+    }
     await releaseAfterFailure(r, claim, error);
     throw error;
   }
   stopHeartbeat();
-  if (verb === "lock") await completeAfterSuccess(r, claim);
-  else await releaseAfterMutex(r, claim);
+  observation?.bodyRan(bodyAt);
+  const ended =
+    verb === "lock" ? await completeAfterSuccess(r, claim) : await releaseAfterMutex(r, claim);
+  if (observation) observation.outcome = ended;
+  return result;
+}
+
+/**
+ * Observe one verb call with telemetry on: a span and metrics when an SDK is registered, or
+ * undefined when nothing would record it. Synchronous once the API's import has settled;
+ * only the calls made before that wait for it.
+ */
+export function observeVerb(
+  r: ResolvedLockOptions,
+  verb: ObservedVerb,
+  key: string,
+  under?: Observation,
+): Observation | undefined | Promise<Observation | undefined> {
+  const settings = r.telemetry;
+  if (settings === undefined) return undefined;
+  if (!telemetryApiSettled())
+    return loadTelemetryApi().then(() => observeVerb(r, verb, key, under));
+  if (Observation.idle(settings)) return undefined;
+  return Observation.start(settings, verb, backendName(r.backend, "custom"), key, under);
+}
+
+/**
+ * Run a verb under `observation`: its backend calls traced, its log lines carrying the trace,
+ * its span active around the body, and its outcome counted when it ends.
+ */
+export async function runObserved<T>(
+  observation: Observation,
+  r: ResolvedLockOptions,
+  run: (observed: ResolvedLockOptions) => Promise<T>,
+): Promise<T> {
+  const observed: ResolvedLockOptions = {
+    ...r,
+    backend: observedBackend(r.backend, observation),
+    logger: observation.logger(r.logger),
+  };
+  let result: T;
+  try {
+    result = await observation.within(() => run(observed));
+  } catch (error) {
+    const { outcome } = observation;
+    observation.end(outcome, outcome === "failed" ? error : undefined);
+    throw error;
+  }
+  observation.end(observation.outcome);
   return result;
 }
 
@@ -118,7 +188,7 @@ export async function releaseAfterFailure(
  * The side effect already happened. Re-raising here would nack and repeat it, so both
  * failures are logged and swallowed: a thrown complete, and a complete fenced out.
  */
-async function completeAfterSuccess(r: Resolved, claim: Claim): Promise<void> {
+async function completeAfterSuccess(r: Resolved, claim: Claim): Promise<ObservedOutcome> {
   let completed: boolean;
   try {
     completed = await r.backend.complete(claim);
@@ -129,18 +199,20 @@ async function completeAfterSuccess(r: Resolved, claim: Claim): Promise<void> {
       outcome: "complete_failed",
       error: errorText(error),
     });
-    return;
+    return "complete_failed";
   }
   if (!completed) {
     r.logger.error(
       "fenced out: the body outran its lease and another delivery reclaimed the key; the work may run twice — lengthen the lease or turn on heartbeat",
       { key: claim.key, fencingId: claim.fencingId, outcome: "fenced_out", alert: true },
     );
+    return "fenced_out";
   }
+  return "ran";
 }
 
 /** A mutex body ran: free the key for the next message. A failed release is logged. */
-async function releaseAfterMutex(r: Resolved, claim: Claim): Promise<void> {
+async function releaseAfterMutex(r: Resolved, claim: Claim): Promise<ObservedOutcome> {
   try {
     await r.backend.release(claim);
   } catch (error) {
@@ -152,6 +224,7 @@ async function releaseAfterMutex(r: Resolved, claim: Claim): Promise<void> {
       error: errorText(error),
     });
   }
+  return "ran";
 }
 
 /**
@@ -189,7 +262,12 @@ async function runGuarded<T>(
   const where = VERB_CALLS[verb];
   const r = resolveLockOptions(where, options);
   assertFunction(where, "body", body);
-  return runResolved(verb, key, r, body);
+  let observation = observeVerb(r, verb, key);
+  if (observation instanceof Promise) observation = await observation;
+  if (observation === undefined) return runResolved(verb, key, r, body);
+  return runObserved(observation, r, (observed) =>
+    runResolved(verb, key, observed, body, observation),
+  );
 }
 
 /**

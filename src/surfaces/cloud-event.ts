@@ -1,5 +1,6 @@
 // The CloudEvent surface: a functions-framework `cloudEvent` function, whose only answers
 // are resolve (204, ack) and reject (500, nack).
+import { readQuietly } from "../core/trace-context.js";
 import { cloudEventKey } from "./cloud-event-attributes.js";
 import type { RequestTimeoutOptions } from "./deadline.js";
 import { type CloudEventLike, cloudEventDeliveryAttempt } from "./envelope.js";
@@ -82,6 +83,10 @@ export function idempotent<E extends CloudEventLike, Tx>(
       defaultKey: () => cloudEventKey(event),
       run: (signal, tx) => call(event, signal, tx),
       deliveryAttempt: cloudEventDeliveryAttempt(event),
+      carrier: () => ({
+        messageId: stringOrUndefined(readQuietly(event, "id")),
+        traceparents: [readQuietly(event, "traceparent")],
+      }),
     });
     switch (outcome.kind) {
       case "ran":
@@ -99,6 +104,10 @@ export function idempotent<E extends CloudEventLike, Tx>(
         throw outcome.error;
     }
   };
+}
+
+function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
 }
 
 function trimStack(error: Error): void {

@@ -5,6 +5,7 @@
 import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
 import { errorText } from "../core/logger.js";
+import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
 import { describe, readOptions } from "../core/validate.js";
 import { type RequestTimeoutOptions, watchClient } from "./deadline.js";
 import type { ParsedMessage } from "./envelope.js";
@@ -324,6 +325,15 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
       deliveryAttempt: message.deliveryAttempt,
       startedAt,
       clientGone: client?.signal,
+      carrier: () => ({
+        messageId: message.messageId || message.event?.id,
+        subscription: message.subscription,
+        traceparents: [
+          readQuietly(req.headers, "traceparent"),
+          readQuietly(message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),
+          readQuietly(message.event?.extensions, "traceparent"),
+        ],
+      }),
     });
     switch (outcome.kind) {
       case "ran":

@@ -13,13 +13,23 @@ import {
 } from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
 import {
+  backendName,
   type ResolvedLockOptions,
   resolveLockOptions,
   transactionalBackend,
 } from "../core/options.js";
 import {
+  type DeliveryTrace,
+  loadTelemetryApi,
+  Observation,
+  type ObservedOutcome,
+  telemetryApiSettled,
+} from "../core/telemetry.js";
+import { firstTraceparent } from "../core/trace-context.js";
+import {
   type lockInTransaction,
   runInTransaction,
+  type TransactionalBody,
   type TransactionalLockBackend,
 } from "../core/transaction.js";
 import type { GuardedBody, LockOptions, Logger } from "../core/types.js";
@@ -31,7 +41,7 @@ import {
   readOptions,
   readProperty,
 } from "../core/validate.js";
-import { runResolved } from "../core/verbs.js";
+import { runObserved, runResolved } from "../core/verbs.js";
 import {
   eitherSignal,
   type RequestTimeout,
@@ -155,6 +165,10 @@ export interface ResolvedGatewayOptions<I> {
   readonly handlerTakesSignal: boolean;
   /** With `transaction: true`: the backend, whose transaction the handler runs in. */
   readonly transactional?: TransactionalLockBackend<unknown> | undefined;
+  /** The surface's name (`idempotentHttp`), for telemetry. */
+  readonly surface: string;
+  /** The backend's class name, read once here for telemetry. */
+  readonly backendName: string;
 }
 
 const GATEWAY_OPTIONS = ["key", "onDuplicate", "allowUnguarded", "transaction"] as const;
@@ -212,6 +226,8 @@ export function resolveGatewayOptions<I>(
     // never-aborted one unless a heartbeat may abort it.
     handlerTakesSignal:
       lock.heartbeat !== undefined || (typeof arity === "number" && arity > signalAt),
+    surface,
+    backendName: backendName(lock.backend, "custom"),
   };
   if (resolved.requestTimeout) warnLeaseShorterThanTimeout(where, lock, resolved.requestTimeout);
   return resolved;
@@ -231,6 +247,16 @@ export interface Delivery<I> {
   readonly startedAt?: number;
   /** HTTP: aborted when the client gave up before we answered; the handler's signal follows. */
   readonly clientGone?: AbortSignal | undefined;
+  /** What telemetry records of the message; called only when a span or metric records it. */
+  readonly carrier?: () => DeliveryCarrier;
+}
+
+/** Where a message came from and the trace it continues, as its surface reads them. */
+export interface DeliveryCarrier {
+  readonly messageId?: string | undefined;
+  readonly subscription?: string | undefined;
+  /** `traceparent` values in order of preference; the first valid one is the parent. */
+  readonly traceparents: readonly unknown[];
 }
 
 /**
@@ -256,9 +282,74 @@ export async function deliver<I>(
   gateway: ResolvedGatewayOptions<I>,
   delivery: Delivery<I>,
 ): Promise<DeliveryOutcome> {
-  const { logger } = gateway.lock;
+  const settings = gateway.lock.telemetry;
+  if (settings === undefined) return deliverObserved(gateway, delivery, undefined);
+  if (!telemetryApiSettled()) await loadTelemetryApi();
+  if (Observation.idle(settings)) return deliverObserved(gateway, delivery, undefined);
+  const observation = Observation.start(
+    settings,
+    gateway.transactional ? "lockInTransaction" : "lock",
+    gateway.backendName,
+    undefined,
+    undefined,
+    () => deliveryTrace(gateway, delivery),
+  );
+  if (observation === undefined) return deliverObserved(gateway, delivery, undefined);
+  observation.outcome = "ran";
+  const outcome = await observation.within(() => deliverObserved(gateway, delivery, observation));
+  observation.end(
+    observedOutcome(outcome, observation),
+    outcome.kind === "failed" ? outcome.error : undefined,
+  );
+  return outcome;
+}
+
+/** The messaging attributes and remote parent of one delivery; never throws. */
+function deliveryTrace<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  delivery: Delivery<I>,
+): DeliveryTrace {
+  let carrier: DeliveryCarrier | undefined;
+  try {
+    carrier = delivery.carrier?.();
+  } catch {
+    // A message whose fields cannot be read has no trace to continue; the delivery decides.
+  }
+  return {
+    surface: gateway.surface,
+    messageId: carrier?.messageId || undefined,
+    subscription: carrier?.subscription || undefined,
+    deliveryAttempt: delivery.deliveryAttempt,
+    parent: carrier ? firstTraceparent(...carrier.traceparents) : undefined,
+  };
+}
+
+function observedOutcome(outcome: DeliveryOutcome, observation: Observation): ObservedOutcome {
+  switch (outcome.kind) {
+    case "ran":
+      return observation.inner?.outcome ?? observation.outcome;
+    case "duplicate":
+      return "duplicate";
+    case "in_progress":
+      return "held";
+    case "unkeyed":
+      return "unkeyed";
+    case "invalid_key":
+      return "invalid_key";
+    case "failed":
+      return "failed";
+  }
+}
+
+async function deliverObserved<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  delivery: Delivery<I>,
+  observation: Observation | undefined,
+): Promise<DeliveryOutcome> {
+  const logger = observation ? observation.logger(gateway.lock.logger) : gateway.lock.logger;
   const { run, clientGone } = delivery;
   if (gatewayDisabled()) {
+    if (observation) observation.outcome = "disabled";
     warnDisabledOnce(logger);
     if (gateway.transactional) return disabledWithoutTransaction();
     return runPlain(run, plainSignal(gateway, clientGone));
@@ -278,6 +369,7 @@ export async function deliver<I>(
     logger.warn("no idempotency key resolved; running the handler unguarded", {
       outcome: "unguarded",
     });
+    if (observation) observation.outcome = "unguarded";
     return runPlain(run, plainSignal(gateway, clientGone));
   }
   try {
@@ -303,15 +395,15 @@ export async function deliver<I>(
       throw error;
     }
   };
+  observation?.keyed(key);
   try {
     const body = guardedBody(gateway, runHandler, clientGone);
     const lock = lockFor(gateway, delivery);
-    if (gateway.transactional) {
-      await runInTransaction(
-        key,
-        lock,
-        gateway.transactional,
-        // As `body` itself: declare the signal only when the handler can see it abort.
+    const transactional = gateway.transactional;
+    const verb = observation?.startVerb(key);
+    if (transactional) {
+      // As `body` itself: declare the signal only when the handler can see it abort.
+      const inTransaction: TransactionalBody<unknown, unknown> =
         body.length >= 2
           ? (inTx, claim, signal) => {
               tx = inTx;
@@ -320,10 +412,23 @@ export async function deliver<I>(
           : (inTx, claim) => {
               tx = inTx;
               return body(claim, NEVER_ABORTED);
-            },
-      );
-    } else {
+            };
+      if (verb === undefined) await runInTransaction(key, lock, transactional, inTransaction);
+      else {
+        await runObserved(verb, lock, (observed) =>
+          runInTransaction(
+            key,
+            observed,
+            observed.backend as TransactionalLockBackend<unknown>,
+            inTransaction,
+            verb,
+          ),
+        );
+      }
+    } else if (verb === undefined) {
       await runResolved("lock", key, lock, body);
+    } else {
+      await runObserved(verb, lock, (observed) => runResolved("lock", key, observed, body, verb));
     }
     return { kind: "ran" };
   } catch (error) {

@@ -1,6 +1,7 @@
 // The pull surface: a `subscription.on("message")` listener, which settles each message with
 // ack() or nack() and, since the emitter ignores promises, never rejects.
 import { errorText } from "../core/logger.js";
+import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
 import type { PubSubMessageLike } from "./envelope.js";
 import {
   deliver,
@@ -92,6 +93,12 @@ export function idempotentMessage<M extends PubSubMessageLike, Tx>(
         run: (signal, tx) => call(message, signal, tx),
         deliveryAttempt:
           typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
+        carrier: () => ({
+          messageId,
+          traceparents: [
+            readQuietly(readQuietly(message, "attributes"), PUBSUB_TRACEPARENT_ATTRIBUTE),
+          ],
+        }),
       });
       if (outcome.kind === "ran" || outcome.kind === "duplicate") settle = "ack";
       if (outcome.kind === "failed") logFailure(logger, outcome, messageId);

@@ -108,7 +108,10 @@ export function script(text: string): Script {
   return { text, sha: createHash("sha1").update(text).digest("hex") };
 }
 
-/** Runs one script against one key: EVALSHA, and EVAL once when the server lacks the script. */
+/**
+ * Runs one script against one key: EVALSHA, and EVAL once when the server lacks the script
+ * (on GLIDE, invokeScript does the same with SCRIPT LOAD).
+ */
 export type ScriptRunner = (script: Script, key: string, args: string[]) => Promise<unknown>;
 
 export function isScriptClient(client: unknown): client is RedisScriptClient {

@@ -116,8 +116,8 @@ const out =
 
 // A rough duration up front: cells × systems × rounds × (warm-up + timed), plus set-up.
 const systemsGuess: Record<string, number> = {
-  redis: 7,
-  "redis-cluster": 4,
+  redis: 9,
+  "redis-cluster": 6,
   memory: 2,
   firestore: 2,
 };

@@ -1,7 +1,8 @@
 /**
  * RedisLock on the shared Redis (a private key prefix, deleted afterwards) over ioredis,
- * ioredis with auto-pipelining and @redis/client, beside Powertools' idempotency over
- * @redis/client; and on a private three-node Redis Cluster started for the run.
+ * ioredis with auto-pipelining, @redis/client and GLIDE (@valkey/valkey-glide), beside
+ * Powertools' idempotency over @redis/client; and on a private three-node Redis Cluster
+ * started for the run, over the three clients' cluster flavours.
  * The floor makes the same script calls, each doing the same server-side reads and writes.
  */
 import {
@@ -11,6 +12,7 @@ import {
 } from "@aws-lambda-powertools/idempotency";
 import { CachePersistenceLayer } from "@aws-lambda-powertools/idempotency/cache";
 import { createClient, createCluster } from "@redis/client";
+import { GlideClient, GlideClusterClient } from "@valkey/valkey-glide";
 import { RedisLock } from "gcp-pubsub-idempotency/redis";
 import { Cluster, Redis } from "ioredis";
 import { type RedisScriptClient, script, scriptRunner } from "../../src/backends/redis/adapter.js";
@@ -175,6 +177,10 @@ export const redisBench: BackendBench = {
     await nr.connect();
     const ptClient = createClient({ url: REDIS_URL });
     await ptClient.connect();
+    const { hostname, port } = new URL(REDIS_URL);
+    const glide = await GlideClient.createClient({
+      addresses: [{ host: hostname || "127.0.0.1", port: Number(port || 6379) }],
+    });
     const cleanUp = async () => {
       let cursor = "0";
       do {
@@ -190,6 +196,7 @@ export const redisBench: BackendBench = {
         io: new RedisLock({ client: io, prefix, ttlMs: TTL_MS }),
         ioPipe: new RedisLock({ client: ioPipe, prefix, ttlMs: TTL_MS }),
         nr: new RedisLock({ client: nr, prefix, ttlMs: TTL_MS }),
+        glide: new RedisLock({ client: glide, prefix, ttlMs: TTL_MS }),
       };
       await seed(locks.io, settings);
       const pt = await powertools(ptClient, prefix, settings);
@@ -197,13 +204,15 @@ export const redisBench: BackendBench = {
         oursContender("ours/ioredis", locks.io, settings, "floor/ioredis"),
         oursContender("ours/ioredis+autopipe", locks.ioPipe, settings, "floor/ioredis+autopipe"),
         oursContender("ours/@redis", locks.nr, settings, "floor/@redis"),
+        oursContender("ours/glide", locks.glide, settings, "floor/glide"),
         pt.contender,
         redisFloor("floor/ioredis", io, prefix, settings),
         redisFloor("floor/ioredis+autopipe", ioPipe, prefix, settings),
         redisFloor("floor/@redis", nr, prefix, settings),
+        redisFloor("floor/glide", glide, prefix, settings),
       ];
       return {
-        versions: `Redis ${serverVersion} at ${REDIS_URL.replace(/\/\/[^@]*@/, "//")}; ioredis ${version("ioredis")}; @redis/client ${version("@redis/client")}; @aws-lambda-powertools/idempotency ${version("@aws-lambda-powertools/idempotency")}`,
+        versions: `Redis ${serverVersion} at ${REDIS_URL.replace(/\/\/[^@]*@/, "//")}; ioredis ${version("ioredis")}; @redis/client ${version("@redis/client")}; @valkey/valkey-glide ${version("@valkey/valkey-glide")}; @aws-lambda-powertools/idempotency ${version("@aws-lambda-powertools/idempotency")}`,
         floorNote:
           "one EVALSHA per round trip RedisLock makes (2 for a first delivery or a mutex cycle, 1 otherwise), same client, each script doing the same TIME, HMGET, HSET and PEXPIREAT as ours with no more logic than whether to write",
         open: async () => ({ contenders, close: async () => {} }),
@@ -215,6 +224,7 @@ export const redisBench: BackendBench = {
           ioPipe.disconnect();
           await nr.close();
           await ptClient.close();
+          glide.close();
         },
       };
     } catch (error) {
@@ -223,6 +233,7 @@ export const redisBench: BackendBench = {
       ioPipe.disconnect();
       await nr.close();
       await ptClient.close();
+      glide.close();
       throw error;
     }
   },
@@ -238,8 +249,10 @@ export const redisClusterBench: BackendBench = {
     const nr = createCluster({
       rootNodes: servers.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
     });
+    let glide: GlideClusterClient | undefined;
     try {
       await nr.connect();
+      glide = await GlideClusterClient.createClient({ addresses: servers.nodes });
       const serverVersion =
         /redis_version:(\S+)/.exec(await io.nodes("master")[0]!.info("server"))?.[1] ?? "?";
       const ioLock = new RedisLock({ client: io, prefix, ttlMs: TTL_MS });
@@ -252,11 +265,18 @@ export const redisClusterBench: BackendBench = {
           settings,
           "floor/@redis",
         ),
+        oursContender(
+          "ours/glide",
+          new RedisLock({ client: glide, prefix, ttlMs: TTL_MS }),
+          settings,
+          "floor/glide",
+        ),
         redisFloor("floor/ioredis", io, prefix, settings),
         redisFloor("floor/@redis", nr, prefix, settings),
+        redisFloor("floor/glide", glide, prefix, settings),
       ];
       return {
-        versions: `Redis ${serverVersion}, 3 masters on ${servers.nodes.map((n) => n.port).join(", ")}; ioredis Cluster, @redis/client createCluster`,
+        versions: `Redis ${serverVersion}, 3 masters on ${servers.nodes.map((n) => n.port).join(", ")}; ioredis Cluster, @redis/client createCluster, GLIDE GlideClusterClient`,
         floorNote:
           "one EVALSHA per round trip, routed by the same key, doing the same reads and writes as ours",
         open: async () => ({ contenders, close: async () => {} }),
@@ -271,12 +291,14 @@ export const redisClusterBench: BackendBench = {
         stop: async () => {
           io.disconnect();
           await nr.close();
+          glide?.close();
           await servers.stop();
         },
       };
     } catch (error) {
       io.disconnect();
       await nr.close().catch(() => {});
+      glide?.close();
       await servers.stop();
       throw error;
     }

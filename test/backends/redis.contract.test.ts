@@ -1,10 +1,15 @@
-// The exported contract suite on RedisLock: ioredis and node-redis, on one server and on a
+// The exported contract suite on RedisLock: ioredis, node-redis and GLIDE, on one server and on a
 // Redis Cluster. The Redis-specific cases are in redis.test.ts.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { describeBackendContract } from "../../src/testing/vitest.js";
-import { findOrStartRedis, redisClientPair, redisClusterClients } from "../support/redis.js";
+import {
+  findOrStartRedis,
+  glideClient,
+  redisClientPair,
+  redisClusterClients,
+} from "../support/redis.js";
 import { startOrSkip } from "../support/required.js";
 
 const server = await startOrSkip("Redis", findOrStartRedis);
@@ -14,9 +19,14 @@ const LEASE_MS = 50;
 
 describe.skipIf(!server)("RedisLock", () => {
   const redis = redisClientPair(server?.url ?? "redis://127.0.0.1:6379");
-  beforeAll(() => redis.connect());
+  const glide = glideClient(server?.url ?? "redis://127.0.0.1:6379");
+  beforeAll(async () => {
+    await redis.connect();
+    await glide.connect();
+  });
   afterAll(async () => {
     await redis.close();
+    glide.close();
     await server?.stop();
   });
 
@@ -27,6 +37,11 @@ describe.skipIf(!server)("RedisLock", () => {
       leaseMs: LEASE_MS,
     });
   }
+  describeBackendContract({
+    name: `redis (${glide.name})`,
+    create: ({ ttlMs }) => new RedisLock({ client: glide.client(), ttlMs, prefix: prefix() }),
+    leaseMs: LEASE_MS,
+  });
 });
 
 describe.skipIf(!server)("RedisLock on Redis Cluster", () => {

@@ -4,6 +4,7 @@ import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { GlideClient, GlideClusterClient, Logger } from "@valkey/valkey-glide";
 import { Cluster, Redis } from "ioredis";
 import { createClient, createCluster } from "redis";
 import { freePort } from "./net.js";
@@ -38,6 +39,37 @@ export function redisClientPair(url: string) {
     async close(): Promise<void> {
       io.disconnect();
       await nr.close();
+    },
+  };
+}
+
+// GLIDE's core logs a warning for each NOSCRIPT it answers by loading the script, which the
+// tests provoke on purpose; errors still print.
+Logger.setLoggerConfig("error");
+
+/**
+ * A GLIDE `GlideClient` on one server, the third client RedisLock is tested with. GLIDE's
+ * client is created connected, so `client()` is a getter for after connect() (a beforeAll);
+ * close() (an afterAll) ends it, as GLIDE's native core keeps the process alive until then.
+ */
+export function glideClient(url: string) {
+  let glide: GlideClient | undefined;
+  const { hostname, port } = new URL(url);
+  return {
+    name: "GLIDE" as const,
+    client(): GlideClient {
+      if (glide === undefined) throw new Error("the GLIDE client is not connected yet");
+      return glide;
+    },
+    async connect(): Promise<void> {
+      glide = await GlideClient.createClient({
+        addresses: [{ host: hostname || "127.0.0.1", port: Number(port || 6379) }],
+        requestTimeout: 5_000,
+      });
+    },
+    close(): void {
+      glide?.close();
+      glide = undefined;
     },
   };
 }
@@ -222,14 +254,15 @@ export async function startRedisCluster(): Promise<RedisClusterServers> {
 }
 
 /**
- * A private Redis Cluster and both cluster clients on it: ioredis's `Cluster` and node-redis's
- * `createCluster`. The names and getters are there at once, for registering tests; the
+ * A private Redis Cluster and the three cluster clients on it: ioredis's `Cluster`, node-redis's
+ * `createCluster` and GLIDE's `GlideClusterClient`. The names and getters are there at once, for registering tests; the
  * clients exist after start() (a beforeAll), and stop() (an afterAll) ends them and the nodes.
  */
 export function redisClusterClients() {
   let servers: RedisClusterServers | undefined;
   let io: Cluster | undefined;
   let nr: ReturnType<typeof createCluster> | undefined;
+  let glide: GlideClusterClient | undefined;
   const started = <T>(client: T | undefined): T => {
     if (client === undefined) throw new Error("the Redis Cluster is not started yet");
     return client;
@@ -239,6 +272,7 @@ export function redisClusterClients() {
     named: [
       ["ioredis Cluster", () => started(io)],
       ["node-redis createCluster", () => started(nr)],
+      ["GLIDE GlideClusterClient", () => started(glide)],
     ] as const,
     async start(): Promise<void> {
       servers = await startRedisCluster();
@@ -248,10 +282,15 @@ export function redisClusterClients() {
         rootNodes: servers.nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
       });
       await nr.connect();
+      glide = await GlideClusterClient.createClient({
+        addresses: servers.nodes,
+        requestTimeout: 5_000,
+      });
     },
     async stop(): Promise<void> {
       io?.disconnect();
       await nr?.close();
+      glide?.close();
       await servers?.stop();
     },
   };

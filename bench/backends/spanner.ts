@@ -10,9 +10,9 @@
  */
 import { Spanner } from "@google-cloud/spanner";
 import { SpannerLock } from "gcp-pubsub-idempotency/spanner";
-import { withRetry } from "../../src/core/retry.js";
 import { isGoogleTransient } from "../../src/backends/shared/google.js";
 import { resolveRetry } from "../../src/backends/shared/retry-options.js";
+import { withRetry } from "../../src/core/retry.js";
 import { PROJECT } from "../../test/support/gcloud-emulator.js";
 import { freshDatabase, startSpannerEmulator } from "../../test/support/spanner-emulator.js";
 import type { Settings } from "../runner.js";
@@ -101,7 +101,7 @@ export const spannerBench: BackendBench = {
       const database = await freshDatabase(spanner, []);
       const backend = new SpannerLock({ database, table: TABLE, ttlMs: TTL_MS, retry: RETRY });
       await backend.ensureSchema();
-      await seed(backend, settings);
+      await seed(backend, settings, 1);
       const contenders = [
         oursContender("ours", backend, settings, "floor"),
         spannerFloor("floor", database, settings),

@@ -1,22 +1,18 @@
 // The exported contract suite on SpannerLock, against the Spanner emulator: one database for
 // the file, a fresh records table per backend. The Spanner-specific cases, and those it
 // shares with DatastoreLock and FirestoreLock, are in spanner.test.ts.
-import { Spanner, type Transaction } from "@google-cloud/spanner";
+import type { Transaction } from "@google-cloud/spanner";
 import { afterAll, beforeAll, describe } from "vitest";
 import { SpannerLock } from "../../src/backends/spanner/index.js";
 import type { TransactionalContractTarget } from "../../src/testing/index.js";
 import { describeBackendContract } from "../../src/testing/vitest.js";
-import { PROJECT } from "../support/gcloud-emulator.js";
-import { freshDatabase, spannerEmulatorOrSkip } from "../support/spanner-emulator.js";
+import { spannerOrSkip } from "../support/spanner-emulator.js";
 import { warmUpOnEmulator } from "./google-cases.js";
 
-const emulator = await spannerEmulatorOrSkip();
-const spanner = new Spanner({ projectId: PROJECT });
-const database = emulator
-  ? await freshDatabase(spanner, [
-      "CREATE TABLE business_rows (id STRING(MAX) NOT NULL, value STRING(MAX)) PRIMARY KEY (id)",
-    ])
-  : undefined;
+const store = await spannerOrSkip([
+  "CREATE TABLE business_rows (id STRING(MAX) NOT NULL, value STRING(MAX)) PRIMARY KEY (id)",
+]);
+const database = store?.database;
 let tables = 0;
 /** A backend on a records table of its own, created first. */
 async function fresh(ttlMs?: number): Promise<SpannerLock<Transaction>> {
@@ -42,13 +38,9 @@ const rows: TransactionalContractTarget<Transaction> = {
     return found.length === 0 ? undefined : String((found[0] as { value: unknown }).value);
   },
 };
-afterAll(async () => {
-  await database?.close();
-  spanner.close();
-  await emulator?.stop();
-});
+afterAll(() => store?.stop());
 
-describe.skipIf(!emulator)("SpannerLock against the Spanner emulator", () => {
+describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
   beforeAll(async () => {
     await warmUpOnEmulator("spanner", await fresh());
   }, 120_000);

@@ -1,25 +1,18 @@
 // The model-based test of the transition table (test/support/model-run.ts) on SpannerLock,
 // against the Spanner emulator. SpannerLock judges by Spanner's clock, and a win whose commit
 // came after its own lease answers held.
-import { Spanner } from "@google-cloud/spanner";
 import { afterAll, describe, it } from "vitest";
 import { SpannerLock } from "../../src/backends/spanner/index.js";
-import { PROJECT } from "../support/gcloud-emulator.js";
 import { modelRunOptionsFromEnv, modelTimeoutMs, runModel } from "../support/model-run.js";
-import { freshDatabase, spannerEmulatorOrSkip } from "../support/spanner-emulator.js";
+import { spannerOrSkip } from "../support/spanner-emulator.js";
 
-const emulator = await spannerEmulatorOrSkip();
-const spanner = new Spanner({ projectId: PROJECT });
-const database = emulator ? await freshDatabase(spanner, []) : undefined;
+const store = await spannerOrSkip();
+const database = store?.database;
 let tables = 0;
-afterAll(async () => {
-  await database?.close();
-  spanner.close();
-  await emulator?.stop();
-});
+afterAll(() => store?.stop());
 const options = modelRunOptionsFromEnv();
 
-describe.skipIf(!emulator)("SpannerLock (emulator) against the transition table", () => {
+describe.skipIf(!store)("SpannerLock (emulator) against the transition table", () => {
   it(
     "every answer is the table's",
     async () => {

@@ -15,27 +15,24 @@ import { lockInTransaction } from "../../src/core/transaction.js";
 import { won } from "../support/claims.js";
 import { PROJECT } from "../support/gcloud-emulator.js";
 import { silentLogger } from "../support/logger.js";
-import { freshDatabase, INSTANCE, spannerEmulatorOrSkip } from "../support/spanner-emulator.js";
+import { INSTANCE, spannerOrSkip } from "../support/spanner-emulator.js";
 import { type AroundWrite, describeGoogleLockCases, type Instrument } from "./google-cases.js";
 
-const emulator = await spannerEmulatorOrSkip();
 const clients: Spanner[] = [];
 const client = () => {
   const spanner = new Spanner({ projectId: PROJECT });
   clients.push(spanner);
   return spanner;
 };
-const shared = client();
 // A database for the file, with a table for the business rows of the lockInTransaction cases
 // and one for the lazily made client's case (it cannot be handed a table made on demand).
 const LAZY_TABLE = "records_lazy";
-const database = emulator
-  ? await freshDatabase(shared, [
-      renderSchema(LAZY_TABLE),
-      "CREATE TABLE orders (id STRING(MAX) NOT NULL, total INT64) PRIMARY KEY (id)",
-    ])
-  : undefined;
-const databaseId = database?.formattedName_.split("/").pop() ?? "";
+const store = await spannerOrSkip([
+  renderSchema(LAZY_TABLE),
+  "CREATE TABLE orders (id STRING(MAX) NOT NULL, total INT64) PRIMARY KEY (id)",
+]);
+const database = store?.database;
+const databaseId = store?.databaseId ?? "";
 let scopes = 0;
 const freshTable = () => `records_${scopes++}`;
 // Each records table is made on the first transaction of a backend over it.
@@ -49,9 +46,8 @@ const ensureTable = (table: string): Promise<unknown> => {
   return made;
 };
 afterAll(async () => {
-  await database?.close();
   for (const spanner of clients) spanner.close();
-  await emulator?.stop();
+  await store?.stop();
 });
 const passThrough: AroundWrite = (write) => write();
 
@@ -97,7 +93,7 @@ function instrumented(
   };
 }
 
-describe.skipIf(!emulator)("SpannerLock against the Spanner emulator", () => {
+describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
   const retry = { attempts: 100, maxElapsedMs: 60_000 };
   describeGoogleLockCases({
     name: "SpannerLock (emulator)",

@@ -119,26 +119,61 @@ export async function startSpannerEmulator(timeoutMs = 60_000): Promise<Emulator
   };
 }
 
-/** {@link startOrSkip} for the Spanner emulator; logs where it listens and its startup time. */
-export async function spannerEmulatorOrSkip(): Promise<Emulator | undefined> {
-  const emulator = await startOrSkip("the Spanner emulator", () => startSpannerEmulator());
-  if (emulator) {
+/** The emulator, a client and a fresh database on it, for one test file. */
+export interface SpannerTestStore {
+  readonly emulator: Emulator;
+  readonly spanner: Spanner;
+  readonly database: SpannerDatabase;
+  /** The database's id, for clients the test makes itself. */
+  readonly databaseId: string;
+  /** Close the database and the client, then stop the emulator if this started it. */
+  stop(): Promise<void>;
+}
+
+type SpannerDatabase = ReturnType<ReturnType<Spanner["instance"]>["database"]>;
+
+/**
+ * {@link startOrSkip} for the Spanner emulator and a fresh database created with `schema`: a
+ * failure after the emulator started stops it before rejecting, so no emulator outlives a
+ * test file that could not set up. Logs where it listens and its startup time.
+ */
+export async function spannerOrSkip(schema: string[] = []): Promise<SpannerTestStore | undefined> {
+  const store = await startOrSkip("the Spanner emulator", async () => {
+    const emulator = await startSpannerEmulator();
+    const spanner = new Spanner({ projectId: PROJECT });
+    try {
+      const database = await freshDatabase(spanner, schema);
+      return {
+        emulator,
+        spanner,
+        database,
+        databaseId: database.formattedName_.split("/").pop() ?? "",
+        stop: async () => {
+          await database.close();
+          spanner.close();
+          await emulator.stop();
+        },
+      };
+    } catch (error) {
+      spanner.close();
+      await emulator.stop();
+      throw error;
+    }
+  });
+  if (store) {
     console.info(
-      `[support] spanner emulator at ${emulator.host}` +
-        (emulator.owned ? `, started in ${emulator.startupMs} ms` : " (existing)"),
+      `[support] spanner emulator at ${store.emulator.host}` +
+        (store.emulator.owned ? `, started in ${store.emulator.startupMs} ms` : " (existing)"),
     );
   }
-  return emulator;
+  return store;
 }
 
 let databases = 0;
 const RUN = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 5)}`;
 
 /** A fresh database on the test instance, created with `schema`; its name is unique to the run. */
-export async function freshDatabase(
-  spanner: Spanner,
-  schema: string[],
-): Promise<ReturnType<ReturnType<Spanner["instance"]>["database"]>> {
+export async function freshDatabase(spanner: Spanner, schema: string[]): Promise<SpannerDatabase> {
   const name = `${RUN}-${databases++}`.slice(0, 30);
   const [database, operation] = await spanner.instance(INSTANCE).createDatabase(name, { schema });
   await operation.promise();

@@ -8,6 +8,7 @@ export default defineConfig({
     "testing/vitest": "src/testing/vitest.ts",
     "firestore/index": "src/backends/firestore/index.ts",
     "datastore/index": "src/backends/datastore/index.ts",
+    "spanner/index": "src/backends/spanner/index.ts",
     "sql/index": "src/backends/sql/index.ts",
     "redis/index": "src/backends/redis/index.ts",
     // The bin (package.json "bin" points at the ESM build); no export condition names it.

@@ -25,7 +25,7 @@ export default defineConfig({
       { find: /^gcp-pubsub-idempotency\/testing$/, replacement: src("testing/index.ts") },
       { find: /^gcp-pubsub-idempotency\/testing\/vitest$/, replacement: src("testing/vitest.ts") },
       {
-        find: /^gcp-pubsub-idempotency\/(redis|sql|datastore|firestore)$/,
+        find: /^gcp-pubsub-idempotency\/(redis|sql|datastore|firestore|spanner)$/,
         replacement: src("backends/$1/index.ts"),
       },
     ],

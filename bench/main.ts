@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import { datastoreBench, firestoreBench } from "./backends/google.js";
 import { memoryBench } from "./backends/memory.js";
 import { redisBench, redisClusterBench } from "./backends/redis.js";
+import { spannerBench } from "./backends/spanner.js";
 import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
 import { scaleChart, throughputChart } from "./chart.js";
 import { gatewayBench } from "./gateway.js";
@@ -49,6 +50,7 @@ const BACKENDS: BackendBench[] = [
   mariadbBench,
   datastoreBench,
   firestoreBench,
+  spannerBench,
 ];
 const SCALES: Record<string, (settings: Settings) => Promise<ScaleResult>> = {
   memory: memoryScale,

@@ -128,7 +128,12 @@ export function oursContender(
  * The done keys and the held key, written once through the backend itself. Several
  * backends over one store (ioredis and @redis on one prefix) seed it only once.
  */
-export async function seed(backend: LockBackend, settings: Settings): Promise<void> {
+export async function seed(
+  backend: LockBackend,
+  settings: Settings,
+  /** Seeding calls at once; 1 for a store that serializes writers (the Spanner emulator). */
+  inFlight = 32,
+): Promise<void> {
   const options = { backend, leaseMs: LEASE_MS };
   const pending: Promise<unknown>[] = [];
   for (let i = 0; i < settings.dupKeys; i++) {
@@ -137,7 +142,7 @@ export async function seed(backend: LockBackend, settings: Settings): Promise<vo
         if (!(error instanceof Duplicate)) throw error;
       }),
     );
-    if (pending.length >= 32) await Promise.all(pending.splice(0));
+    if (pending.length >= inFlight) await Promise.all(pending.splice(0));
   }
   await Promise.all(pending);
   const held = await backend.claim(KEYS.held, LEASE_MS);

@@ -10,7 +10,13 @@ export type StoreSpec =
   | { readonly kind: "mysql"; readonly url: string }
   | { readonly kind: "sqlite"; readonly path: string }
   | { readonly kind: "datastore"; readonly namespace: string | undefined }
-  | { readonly kind: "firestore"; readonly collection: string | undefined };
+  | { readonly kind: "firestore"; readonly collection: string | undefined }
+  | {
+      readonly kind: "spanner";
+      readonly projectId: string | undefined;
+      readonly instanceId: string;
+      readonly databaseId: string;
+    };
 
 export type StoreKind = StoreSpec["kind"];
 
@@ -19,10 +25,14 @@ export const STORE_OPTIONS = [
   {
     name: "--backend",
     value: "URL",
-    help: "the store: redis://, rediss://, postgres://, mysql://, sqlite:PATH, datastore:[NAMESPACE] or firestore:[COLLECTION] (default: $GCP_PUBSUB_IDEMPOTENCY_BACKEND)",
+    help: "the store: redis://, rediss://, postgres://, mysql://, sqlite:PATH, datastore:[NAMESPACE], firestore:[COLLECTION] or spanner:[projects/P/]instances/I/databases/D (default: $GCP_PUBSUB_IDEMPOTENCY_BACKEND)",
   },
   { name: "--prefix", value: "PREFIX", help: 'redis: the key prefix (default "idem:")' },
-  { name: "--table", value: "TABLE", help: "sql: the table (default idempotency_records)" },
+  {
+    name: "--table",
+    value: "TABLE",
+    help: "sql, spanner: the table (default idempotency_records)",
+  },
   { name: "--kind", value: "KIND", help: "datastore: the kind (default IdempotencyRecord)" },
   { name: "--project", value: "ID", help: "datastore, firestore: the project (default: ADC's)" },
   {
@@ -35,7 +45,7 @@ export const STORE_OPTIONS = [
 /** Which stores each store option applies to. */
 const APPLIES_TO: Readonly<Record<string, readonly StoreKind[]>> = {
   "--prefix": ["redis"],
-  "--table": ["postgres", "mysql", "sqlite"],
+  "--table": ["postgres", "mysql", "sqlite", "spanner"],
   "--kind": ["datastore"],
   "--project": ["datastore", "firestore"],
   "--database": ["datastore", "firestore"],
@@ -44,7 +54,10 @@ const APPLIES_TO: Readonly<Record<string, readonly StoreKind[]>> = {
 export const BACKEND_ENV = "GCP_PUBSUB_IDEMPOTENCY_BACKEND";
 
 const SCHEMES =
-  "redis://, rediss://, postgres://, mysql://, sqlite:PATH, datastore:[NAMESPACE] or firestore:[COLLECTION]";
+  "redis://, rediss://, postgres://, mysql://, sqlite:PATH, datastore:[NAMESPACE], firestore:[COLLECTION] or spanner:[projects/P/]instances/I/databases/D";
+
+/** A Spanner database's resource name, the project optional (then ADC's). */
+const SPANNER_PATH = /^(?:projects\/([^/]+)\/)?instances\/([^/]+)\/databases\/([^/]+)$/;
 
 /**
  * Which store a backend URL names. Refuses (UsageError) a scheme we do not ship, a URL that does
@@ -64,6 +77,15 @@ export function parseStoreUrl(text: string): StoreSpec {
       return { kind: "datastore", namespace: rest === "" ? undefined : rest };
     case "firestore":
       return { kind: "firestore", collection: rest === "" ? undefined : rest };
+    case "spanner": {
+      const path = SPANNER_PATH.exec(rest);
+      if (path === null) {
+        throw new UsageError(
+          `spanner: needs a database, e.g. spanner:projects/my-project/instances/main/databases/orders, got ${shown(rest)}`,
+        );
+      }
+      return { kind: "spanner", projectId: path[1], instanceId: path[2]!, databaseId: path[3]! };
+    }
     case "redis":
     case "rediss": {
       const url = networkUrl(text);
@@ -187,6 +209,16 @@ export async function openStore(
       return {
         backend,
         description: `firestore collection ${backend.collection}`,
+        close: () => backend.close(),
+      };
+    }
+    case "spanner": {
+      const { SpannerLock } = await import("../backends/spanner/index.js");
+      const { kind: _, ...ids } = spec;
+      const backend = new SpannerLock({ ...defined({ ...ids, table: option("--table") }), ...ttl });
+      return {
+        backend,
+        description: `spanner database instances/${spec.instanceId}/databases/${spec.databaseId} table ${backend.table}`,
         close: () => backend.close(),
       };
     }

@@ -54,6 +54,8 @@ export interface GoogleLockFixture {
   /** How many claims race on the reclaim path. */
   reclaimRacers: number;
   raceTimeoutMs: number;
+  /** Runs of the hostile-keys property; default 30. */
+  hostileKeyRuns?: number;
   roundTrips: RoundTrips;
 }
 
@@ -106,7 +108,7 @@ export function describeGoogleLockCases(f: GoogleLockFixture): void {
     shortLeaseMs = await warmUpOnEmulator(f.label, f.backend(f.freshScope()));
   }, 120_000);
 
-  describeHostileKeys(f.name, async () => f.backend(f.freshScope()), 30);
+  describeHostileKeys(f.name, async () => f.backend(f.freshScope()), f.hostileKeyRuns ?? 30);
 
   it(`creates its own client lazily from ${f.emulatorVariable}`, async () => {
     const backend = f.lazyBackend(f.freshScope());

@@ -170,6 +170,14 @@ describe("parseStoreUrl", () => {
     ["datastore:orders-svc", { kind: "datastore", namespace: "orders-svc" }],
     ["firestore:", { kind: "firestore", collection: undefined }],
     ["FIRESTORE:idem", { kind: "firestore", collection: "idem" }],
+    [
+      "spanner:projects/p-1/instances/main/databases/orders",
+      { kind: "spanner", projectId: "p-1", instanceId: "main", databaseId: "orders" },
+    ],
+    [
+      "spanner:instances/main/databases/orders",
+      { kind: "spanner", projectId: undefined, instanceId: "main", databaseId: "orders" },
+    ],
   ])("%s", (text, expected) => {
     expect(parseStoreUrl(text)).toMatchObject(expected);
   });
@@ -183,6 +191,9 @@ describe("parseStoreUrl", () => {
     ["mysql:///app", /has no host/],
     ["postgres://", /does not parse|has no host/],
     ["sqlite:", /sqlite: needs a path/],
+    ["spanner:", /spanner: needs a database/],
+    ["spanner:instances/main", /spanner: needs a database/],
+    ["spanner:projects/p/instances/i/databases/d/x", /spanner: needs a database/],
   ])("refuses %s", (text, message) => {
     expect(usageMessage(() => parseStoreUrl(text))).toMatch(message);
   });
@@ -240,7 +251,7 @@ describe("runCli: every refusal before any I/O", () => {
     [
       "an option of another backend",
       ["inspect", "--backend", "redis://h", "--table", "t", "k"],
-      /--table applies to postgres, mysql, sqlite backends only, not redis/,
+      /--table applies to postgres, mysql, sqlite, spanner backends only, not redis/,
     ],
     ["a key with NUL", ["inspect", "--backend", "redis://h", "a\0"], /argument 3 contains a NUL/],
     [

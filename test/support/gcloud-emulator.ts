@@ -56,7 +56,7 @@ async function answers(host: string): Promise<boolean> {
 }
 
 /** End the whole process group: the gcloud wrapper leaves its Java child behind otherwise. */
-async function killGroup(child: ChildProcess): Promise<void> {
+export async function killGroup(child: ChildProcess): Promise<void> {
   const pid = child.pid;
   if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

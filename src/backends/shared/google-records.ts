@@ -32,6 +32,11 @@ export interface RecordIo<C, Tx> {
   readonly backend: string;
   /** Records per purge batch. */
   readonly purgeBatchSize: number;
+  /**
+   * True when the store's clock is the time (SpannerLock): `claim` judges the lapse of a win
+   * itself, by the commit timestamp. Otherwise it is this process's clock, judged here.
+   */
+  readonly storeClock?: boolean;
   /** Claim `key` as `decide` says, by the store's fastest safe path (falling back to `update`). */
   claim(client: C, key: string, decide: Decide<ClaimOutcome>): Promise<ClaimOutcome>;
   /** Read the record of `key`, let `decide` choose, and store its write atomically. */
@@ -55,8 +60,9 @@ export interface RecordIo<C, Tx> {
 }
 
 /**
- * The LockBackend calls of DatastoreLock and FirestoreLock: the transition table
- * (core/transitions.ts) applied with this process's clock, each call retried on transient
+ * The LockBackend calls of DatastoreLock, FirestoreLock and SpannerLock: the transition table
+ * (core/transitions.ts) applied with the time the io reads (this process's clock, or
+ * Spanner's), each call retried on transient
  * errors and its failures wrapped by `callStore`. The locks supply only their {@link RecordIo}.
  */
 export class GoogleRecords<C, Tx> {
@@ -77,7 +83,7 @@ export class GoogleRecords<C, Tx> {
         claimTransition(record, now, call, clockFence(now)),
       ),
     );
-    return unlessLapsed(outcome, Date.now());
+    return this.io.storeClock === true ? outcome : unlessLapsed(outcome, Date.now());
   }
 
   async complete(claim: Claim): Promise<boolean> {

@@ -1,0 +1,278 @@
+/**
+ * `SpannerLock`, for Cloud Spanner (GoogleSQL dialect) through @google-cloud/spanner.
+ *
+ * @module gcp-pubsub-idempotency/spanner
+ */
+import type { DEFAULT_TTL_MS } from "../../core/constants.js";
+import type { BackendError } from "../../core/errors.js";
+import { InvalidConfiguration } from "../../core/errors.js";
+import type {
+  lockInTransaction,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../../core/transaction.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+} from "../../core/types.js";
+import { googleLockOptions, loadOnce } from "../shared/google.js";
+import { GoogleRecords } from "../shared/google-records.js";
+import { nameOption } from "../shared/options.js";
+import type { RetryOptions } from "../shared/retry-options.js";
+import { callStore } from "../shared/store-call.js";
+import type { SpannerDatabaseLike, SpannerModule, SpannerTransactionLike } from "./client.js";
+import { renderSchema, SpannerIo } from "./io.js";
+
+export type { RetryOptions } from "../shared/retry-options.js";
+export type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
+
+/**
+ * Options of {@link SpannerLock}: a `database`, or the ids to open one with; the rest
+ * optional. The constructor checks each one before any I/O and throws `InvalidConfiguration`
+ * naming the option for a value of the wrong type or out of range; unknown option names are
+ * ignored.
+ *
+ * @example
+ * ```ts
+ * import { SpannerLock, type SpannerLockOptions } from "gcp-pubsub-idempotency/spanner";
+ *
+ * const options: SpannerLockOptions = {
+ *   instanceId: "main",
+ *   databaseId: "orders",
+ *   table: "orders_idempotency",
+ *   retry: { attempts: 5 },
+ * };
+ * const backend = new SpannerLock(options);
+ * ```
+ */
+export interface SpannerLockOptions<Tx extends SpannerTransactionLike = SpannerTransactionLike> {
+  /**
+   * A `Database` of @google-cloud/spanner (`spanner.instance(i).database(d)`); default: one
+   * opened on first use from `projectId` / `instanceId` / `databaseId` (ADC, or
+   * SPANNER_EMULATOR_HOST), which `close()` closes. A given one stays yours.
+   */
+  database?: SpannerDatabaseLike<Tx>;
+  /** For the database opened on first use: a project id (printable ASCII, no spaces). */
+  projectId?: string;
+  /** For the database opened on first use (required then): the instance id. */
+  instanceId?: string;
+  /** For the database opened on first use (required then): the database id. */
+  databaseId?: string;
+  /**
+   * Table of the records: a GoogleSQL identifier (a letter, then letters, digits and `_`, at
+   * most 128); default `idempotency_records`. Create it with `ensureSchema()` or
+   * {@link SpannerLock.schemaDdl}.
+   */
+  table?: string;
+  /**
+   * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
+   * default {@link DEFAULT_TTL_MS}.
+   */
+  ttlMs?: number;
+  /** Bounds on retrying ABORTED (contention) / UNAVAILABLE / DEADLINE_EXCEEDED. */
+  retry?: RetryOptions;
+}
+
+/** A table name: a GoogleSQL identifier. */
+const TABLE_PATTERN = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
+/** An instance id: a lowercase letter, then lowercase letters, digits and hyphens (2 to 64). */
+const INSTANCE_PATTERN = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$/;
+
+/**
+ * Cloud Spanner as the store. Every call is one read-write transaction of two round trips:
+ * a query, which begins the transaction inline and reads the record together with Spanner's
+ * clock (`CURRENT_TIMESTAMP()`), then a commit carrying the write the transition table
+ * decides (or a rollback when there is none: a duplicate or a held key).
+ *
+ * Time is Spanner's (TrueTime), never this process's: leases are set from the time the
+ * transaction read, and a won claim whose commit timestamp falls after its own lease (a
+ * commit that waited that long) answers held instead of handing the body a lapsed lease.
+ *
+ * Records are deleted only after `expires_at`: the shipped DDL ({@link SpannerLock.schemaDdl})
+ * carries a row deletion policy on that column, so Spanner reaps them in the background;
+ * `purgeExpired()` deletes them at once.
+ *
+ * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
+ * transient ones (ABORTED contention among them) have been retried (see {@link RetryOptions}).
+ *
+ * {@link lockInTransaction} runs its body in a read-write transaction and completes the claim
+ * in it (see {@link SpannerLock.completeInTransaction}); give the type of your `Transaction`
+ * as the type parameter to have the body's `tx` typed as the driver's own.
+ *
+ * @example
+ * ```ts
+ * import { lock } from "gcp-pubsub-idempotency";
+ * import { SpannerLock } from "gcp-pubsub-idempotency/spanner";
+ *
+ * // The database is opened on first use: ADC, or SPANNER_EMULATOR_HOST.
+ * const backend = new SpannerLock({ instanceId: "main", databaseId: "orders" });
+ * await backend.ensureSchema(); // once, or apply backend.schemaDdl with your migrations
+ * await lock("orders/4711", { backend }, async () => {});
+ * await backend.close();
+ * ```
+ */
+export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionLike>
+  implements TransactionalLockBackend<Tx>
+{
+  /** Table of the records. */
+  readonly table: string;
+  /** How long a DONE key suppresses duplicates, in ms. */
+  readonly ttlMs: number;
+  private readonly records: GoogleRecords<SpannerDatabaseLike, SpannerTransactionLike>;
+  private readonly database: () => Promise<SpannerDatabaseLike>;
+
+  /**
+   * Checks every option before any I/O (see {@link SpannerLockOptions}): a value of the wrong
+   * type or out of range throws `InvalidConfiguration` naming the option.
+   */
+  constructor(options: SpannerLockOptions<Tx> = {}) {
+    const driver = loadOnce(() =>
+      import("@google-cloud/spanner").then((module) => module as unknown as SpannerModule),
+    );
+    // The client of the database opened on first use, closed with it.
+    const opened = new WeakMap<SpannerDatabaseLike, { close(): unknown }>();
+    let instanceId: string | undefined;
+    const setup = googleLockOptions(
+      "SpannerLock",
+      options,
+      {
+        option: "database",
+        methods: ["getTransaction"],
+        what: "a @google-cloud/spanner Database",
+        create: async ({ databaseId, ...settings }) => {
+          const spanner = new (await driver()).Spanner(settings);
+          const database = spanner.instance(String(instanceId)).database(String(databaseId));
+          opened.set(database, spanner);
+          return database;
+        },
+      },
+      ["instanceId", "table"],
+    );
+    instanceId = nameOption(
+      "instanceId",
+      setup.own.instanceId,
+      64,
+      INSTANCE_PATTERN,
+      "an instance id (2 to 64 lowercase letters, digits and hyphens, starting with a letter)",
+    );
+    if (options.database === undefined && (instanceId === undefined || !options.databaseId)) {
+      throw new InvalidConfiguration(
+        "SpannerLock needs a database, or an instanceId and a databaseId to open one",
+      );
+    }
+    this.table =
+      nameOption(
+        "table",
+        setup.own.table,
+        128,
+        TABLE_PATTERN,
+        "a GoogleSQL identifier (a letter, then letters, digits and _, at most 128)",
+      ) ?? "idempotency_records";
+    this.ttlMs = setup.ttlMs;
+    this.database = () => setup.client.get();
+    const io = new SpannerIo(this.table, (database) => opened.get(database)?.close());
+    this.records = new GoogleRecords(io, setup.client, setup.ttlMs, setup.retry);
+  }
+
+  /** The DDL of the records table (`schema.sql`, shipped): for your own migrations. */
+  get schemaDdl(): string {
+    return renderSchema(this.table);
+  }
+
+  /**
+   * Create the records table (with its row deletion policy) if it does not exist, through
+   * `database.updateSchema`: a schema change takes seconds to minutes, so run it at deploy
+   * time, not per instance start.
+   */
+  ensureSchema(): Promise<void> {
+    return callStore("spanner", "ensureSchema", undefined, async () => {
+      const database = await this.database();
+      if (typeof database.updateSchema !== "function") {
+        throw new InvalidConfiguration("ensureSchema needs a database with updateSchema()");
+      }
+      const [operation] = await database.updateSchema([this.schemaDdl]);
+      await operation.promise();
+    });
+  }
+
+  claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    return this.records.claim(key, leaseMs);
+  }
+
+  complete(claim: Claim): Promise<boolean> {
+    return this.records.complete(claim);
+  }
+
+  release(claim: Claim): Promise<void> {
+    return this.records.release(claim);
+  }
+
+  renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    return this.records.renew(claim, leaseMs);
+  }
+
+  /**
+   * Run `body` in a read-write transaction, then complete the record in that same
+   * transaction when the fence matches: the body's writes and DONE commit together. The
+   * record is read after the body, so a long body holds no lock on it. A stale fence rolls
+   * back (`completed: false`); a body that throws rolls back and rejects with its error; a
+   * failed commit rejects with a {@link BackendError}.
+   *
+   * Like any Spanner transaction function, the body may run more than once (an ABORTED
+   * commit, contention on what it reads, a lost commit reply): keep it free of effects
+   * outside `tx`. A retry that finds its earlier commit landed does not commit again.
+   * {@link lockInTransaction} calls it; you rarely do.
+   *
+   * @example
+   * ```ts
+   * import { Spanner, type Transaction } from "@google-cloud/spanner";
+   * import { lockInTransaction } from "gcp-pubsub-idempotency";
+   * import { SpannerLock } from "gcp-pubsub-idempotency/spanner";
+   *
+   * const database = new Spanner().instance("main").database("orders");
+   * const backend = new SpannerLock<Transaction>({ database });
+   * await lockInTransaction("orders:4711", { backend }, async (tx) => {
+   *   // tx is the driver's Transaction: this insert commits with the key's DONE.
+   *   await tx.runUpdate({ sql: "INSERT INTO orders (id, total) VALUES ('4711', 99)" });
+   * });
+   * ```
+   */
+  completeInTransaction<T>(
+    claim: Claim,
+    body: (tx: Tx) => Promise<T>,
+  ): Promise<TransactionCompletion<T>> {
+    return this.records.completeInTransaction(
+      claim,
+      body as (tx: SpannerTransactionLike) => Promise<T>,
+    );
+  }
+
+  /**
+   * Delete records past `expires_at` at once, in batches of 500 (each one read-write
+   * transaction), for what the row deletion policy has not reaped yet.
+   */
+  purgeExpired(options?: PurgeOptions): Promise<number> {
+    return this.records.purgeExpired(options);
+  }
+
+  /** Closes the database (and its client) if the lock opened it; a given one stays open. */
+  close(): Promise<void> {
+    return this.records.close();
+  }
+
+  // Operator calls (the CLI's inspect and release), in Spanner's clock.
+
+  /** The record of `key` as stored, and Spanner's time; see {@link LockBackend.inspect}. */
+  inspect(key: string): Promise<InspectedRecord | undefined> {
+    return this.records.inspect(key);
+  }
+
+  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
+  forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    return this.records.forceRelease(key, fencingId);
+  }
+}

@@ -1,0 +1,223 @@
+// How SpannerLock reads and writes records: one read-write transaction per call, its read
+// (read.sql) taking Spanner's clock with the record, its write a buffered mutation sent with
+// the commit. What to write is the transition table's to decide (core/transitions.ts).
+import type { TransactionCompletion } from "../../core/transaction.js";
+import {
+  type Decide,
+  type LockRecord,
+  purgeTransition,
+  unlessLapsed,
+} from "../../core/transitions.js";
+import type { ClaimOutcome } from "../../core/types.js";
+import type { RecordIo, Retrying } from "../shared/google-records.js";
+import type { PurgeBatch } from "../shared/purge.js";
+import type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
+import expiredSql from "./expired.sql";
+import readSql from "./read.sql";
+import schemaSql from "./schema.sql";
+
+const PURGE_BATCH = 500;
+
+/** The record's columns as read.sql and expired.sql return them (nulls for no record). */
+interface RecordRow {
+  now: unknown;
+  state: unknown;
+  fencing_id: unknown;
+  lease_expires_at: unknown;
+  expires_at: unknown;
+  token: unknown;
+  key?: unknown;
+}
+
+/** The DDL of the records table `table`: `schema.sql` without its header (DDL takes no comments). */
+export function renderSchema(table: string): string {
+  return render(schemaSql.replace(/^(?:--.*\n)+/, ""), table).trim();
+}
+
+/**
+ * How SpannerLock reads and writes records: every call is one read-write transaction, begun
+ * inline by its one query (the record and `CURRENT_TIMESTAMP()`), then either a commit
+ * carrying the write or a rollback when there is none. The query locks the row until then,
+ * so a concurrent writer aborts one of the two and the loser is retried from the read.
+ */
+export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransactionLike> {
+  readonly backend = "spanner";
+  readonly purgeBatchSize = PURGE_BATCH;
+  /** Time is Spanner's: the lapse of a win is judged by its commit timestamp, here. */
+  readonly storeClock = true;
+  private readonly readSql: string;
+  private readonly expiredSql: string;
+
+  /** `closeClient`: whatever else to close with a database the lock opened itself. */
+  constructor(
+    private readonly table: string,
+    private readonly closeClient: (database: SpannerDatabaseLike) => unknown = () => undefined,
+  ) {
+    this.readSql = render(readSql, table);
+    this.expiredSql = render(expiredSql, table);
+  }
+
+  /**
+   * A claim, judged at its commit: a win whose commit came after its own lease ended (a
+   * commit that waited out the lease behind contention) answers held, and the record,
+   * claimed with a lapsed lease, is reclaimed at fence + 1 by the redelivery.
+   */
+  async claim(
+    database: SpannerDatabaseLike,
+    key: string,
+    decide: Decide<ClaimOutcome>,
+  ): Promise<ClaimOutcome> {
+    const { answer, committedAt } = await this.transact(database, key, decide);
+    return committedAt === undefined ? answer : unlessLapsed(answer, committedAt);
+  }
+
+  async update<A>(database: SpannerDatabaseLike, key: string, decide: Decide<A>): Promise<A> {
+    return (await this.transact(database, key, decide)).answer;
+  }
+
+  /**
+   * The body, then the record read in the same transaction (its lock taken only now, so a
+   * long body holds none on the record) and DONE written with the body's writes when the
+   * fence matches. A reclaim between the read and the commit aborts one of the two; an
+   * aborted attempt is retried whole, body included. Fenced out, or found done at this fence
+   * (an earlier attempt whose commit reply was lost), the transaction is rolled back.
+   */
+  completeInTransaction<T>(
+    database: SpannerDatabaseLike,
+    key: string,
+    body: (tx: SpannerTransactionLike) => Promise<T>,
+    decide: Decide<boolean>,
+    retrying: Retrying,
+  ): Promise<TransactionCompletion<T>> {
+    return retrying(() =>
+      inTransaction(database, async (tx) => {
+        const value = await body(tx);
+        const { row, answer, write } = decide(...(await this.read(tx, key)));
+        if (row !== "complete.claimed" || write === undefined) {
+          await tx.rollback();
+          return { completed: answer, value };
+        }
+        tx.upsert(this.table, toRow(key, write));
+        await tx.commit();
+        return { completed: true, value };
+      }),
+    );
+  }
+
+  /** One batch: the expired rows read and locked, each judged by purgeTransition, deleted. */
+  purgeBatch(database: SpannerDatabaseLike, retrying: Retrying): Promise<PurgeBatch> {
+    return retrying(() =>
+      inTransaction(database, async (tx) => {
+        const [rows] = await tx.run({
+          sql: this.expiredSql,
+          params: { batch: PURGE_BATCH },
+          json: true,
+        });
+        const doomed: string[] = [];
+        for (const row of rows as RecordRow[]) {
+          const [record, now] = fromRow(row);
+          if (purgeTransition(record, now).write === "delete") doomed.push(String(row.key));
+        }
+        if (doomed.length === 0) {
+          await tx.rollback();
+        } else {
+          tx.deleteRows(this.table, doomed);
+          await tx.commit();
+        }
+        return { found: rows.length, deleted: doomed.length };
+      }),
+    );
+  }
+
+  async end(database: SpannerDatabaseLike): Promise<void> {
+    await database.close?.();
+    await this.closeClient(database);
+  }
+
+  /** Read, decide, and commit the write (or roll back when there is none). */
+  private transact<A>(
+    database: SpannerDatabaseLike,
+    key: string,
+    decide: Decide<A>,
+  ): Promise<{ answer: A; committedAt?: number | undefined }> {
+    return inTransaction(database, async (tx) => {
+      const { answer, write } = decide(...(await this.read(tx, key)));
+      if (write === undefined) {
+        await tx.rollback();
+        return { answer };
+      }
+      tx.upsert(this.table, toRow(key, write));
+      return { answer, committedAt: commitMillis(await tx.commit()) };
+    });
+  }
+
+  /** The record of `key` (or none) and Spanner's time, read in `tx` (locking the row). */
+  private async read(
+    tx: SpannerTransactionLike,
+    key: string,
+  ): Promise<[LockRecord | undefined, number]> {
+    const [rows] = await tx.run({ sql: this.readSql, params: { key }, json: true });
+    return fromRow(rows[0] as RecordRow);
+  }
+}
+
+/**
+ * Run `work` in a read-write transaction; on any failure roll it back (quietly: an attempt
+ * that never began has nothing to roll back) and rethrow. The session is given back either way.
+ */
+async function inTransaction<R>(
+  database: SpannerDatabaseLike,
+  work: (tx: SpannerTransactionLike) => Promise<R>,
+): Promise<R> {
+  const [tx] = await database.getTransaction();
+  try {
+    return await work(tx);
+  } catch (error) {
+    await tx.rollback().catch(() => undefined);
+    throw error;
+  } finally {
+    tx.end();
+  }
+}
+
+/** The record of a read.sql / expired.sql row, and the time it was read at. */
+function fromRow(row: RecordRow): [LockRecord | undefined, number] {
+  const now = Number(row.now);
+  if (row.state === null || row.state === undefined) return [undefined, now];
+  return [
+    {
+      state: row.state === "done" ? "done" : "claimed",
+      fencingId: Number(row.fencing_id),
+      leaseExpiresAt: Number(row.lease_expires_at),
+      expiresAt: Number(row.expires_at),
+      token: String(row.token),
+    },
+    now,
+  ];
+}
+
+/** The row of `record`, the record of `key`. */
+function toRow(key: string, record: LockRecord): Record<string, unknown> {
+  return {
+    key,
+    state: record.state,
+    fencing_id: record.fencingId,
+    lease_expires_at: record.leaseExpiresAt,
+    expires_at: new Date(record.expiresAt),
+    token: record.token ?? "",
+  };
+}
+
+/** The commit timestamp in epoch ms, if the reply carries one. */
+function commitMillis(
+  response: Awaited<ReturnType<SpannerTransactionLike["commit"]>>,
+): number | undefined {
+  const stamp = response[0]?.commitTimestamp;
+  if (stamp === null || stamp === undefined) return undefined;
+  return Number(stamp.seconds) * 1000 + Math.floor(Number(stamp.nanos ?? 0) / 1e6);
+}
+
+function render(template: string, table: string): string {
+  // Quoted, so a table named like a keyword (`Order`) still parses.
+  return template.replaceAll("{{table}}", `\`${table}\``);
+}

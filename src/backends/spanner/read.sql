@@ -1,0 +1,13 @@
+-- Read the record of one key and Spanner's clock, inside a read-write transaction: the read
+-- locks the row (or the key's absence) until the commit, so the write that follows is decided
+-- on what is still there.
+-- @key the idempotency key (STRING).
+-- Returns one row: now (epoch ms, CURRENT_TIMESTAMP()), and state, fencing_id,
+-- lease_expires_at, expires_at (epoch ms), token, all null when there is no record.
+-- Rows of the transition table: none by itself; every call decides on this read with the
+-- pure functions of src/core/transitions.ts (claim.*, complete.*, release.*, renew.*,
+-- inspect.*, forceRelease.*).
+SELECT UNIX_MILLIS(CURRENT_TIMESTAMP()) AS now, r.state, r.fencing_id, r.lease_expires_at,
+  UNIX_MILLIS(r.expires_at) AS expires_at, r.token
+FROM (SELECT 1 AS one) AS o
+LEFT JOIN {{table}} AS r ON r.key = @key

@@ -1,0 +1,202 @@
+// SpannerLock beyond the contract (that is spanner.contract.test.ts), on the Spanner emulator:
+// the cases it shares with DatastoreLock and FirestoreLock (google-cases.ts: hostile keys, a
+// lazily made client, 32 claims racing on one key from two clients, a commit whose reply was
+// lost, a commit slower than its lease, round trips per verb), and its own: a lost reply in
+// lockInTransaction, purgeExpired, the shipped DDL, option checks.
+import { Spanner, type Transaction } from "@google-cloud/spanner";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  type SpannerDatabaseLike,
+  SpannerLock,
+  type SpannerTransactionLike,
+} from "../../src/backends/spanner/index.js";
+import { renderSchema } from "../../src/backends/spanner/io.js";
+import { lockInTransaction } from "../../src/core/transaction.js";
+import { won } from "../support/claims.js";
+import { PROJECT } from "../support/gcloud-emulator.js";
+import { silentLogger } from "../support/logger.js";
+import { INSTANCE, spannerOrSkip } from "../support/spanner-emulator.js";
+import { type AroundWrite, describeGoogleLockCases, type Instrument } from "./google-cases.js";
+
+const clients: Spanner[] = [];
+const client = () => {
+  const spanner = new Spanner({ projectId: PROJECT });
+  clients.push(spanner);
+  return spanner;
+};
+// A database for the file, with a table for the business rows of the lockInTransaction cases
+// and one for the lazily made client's case (it cannot be handed a table made on demand).
+const LAZY_TABLE = "records_lazy";
+const store = await spannerOrSkip([
+  renderSchema(LAZY_TABLE),
+  "CREATE TABLE orders (id STRING(MAX) NOT NULL, total INT64) PRIMARY KEY (id)",
+]);
+const database = store?.database;
+const databaseId = store?.databaseId ?? "";
+let scopes = 0;
+const freshTable = () => `records_${scopes++}`;
+// Each records table is made on the first transaction of a backend over it.
+const tables = new Map<string, Promise<unknown>>();
+const ensureTable = (table: string): Promise<unknown> => {
+  let made = tables.get(table);
+  if (made === undefined) {
+    made = new SpannerLock({ database: database!, table }).ensureSchema();
+    tables.set(table, made);
+  }
+  return made;
+};
+afterAll(async () => {
+  for (const spanner of clients) spanner.close();
+  await store?.stop();
+});
+const passThrough: AroundWrite = (write) => write();
+
+/**
+ * The database with records table `table` made before the first transaction, each RPC of a
+ * transaction counted and each commit passed through `around`.
+ */
+function instrumented(
+  real: SpannerDatabaseLike,
+  table: string,
+  { calls = new Map(), around = passThrough }: Instrument = {},
+): SpannerDatabaseLike {
+  const count = (method: string) => calls.set(method, (calls.get(method) ?? 0) + 1);
+  return {
+    async getTransaction() {
+      await ensureTable(table);
+      const [tx] = await real.getTransaction();
+      // The driver's transaction (insert() and all), with these three watched.
+      const watch: Partial<SpannerTransactionLike> = {
+        run: (query) => {
+          count("query");
+          return tx.run(query);
+        },
+        commit: () => {
+          count("commit");
+          return around(() => tx.commit());
+        },
+        rollback: () => {
+          count("rollback");
+          return tx.rollback();
+        },
+      };
+      const watched = new Proxy(tx, {
+        get: (target, name, receiver) => {
+          const own = watch[name as keyof SpannerTransactionLike];
+          if (own !== undefined) return own;
+          const value: unknown = Reflect.get(target, name, receiver);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      return [watched];
+    },
+  };
+}
+
+describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
+  const retry = { attempts: 100, maxElapsedMs: 60_000 };
+  describeGoogleLockCases({
+    name: "SpannerLock (emulator)",
+    label: "spanner",
+    emulatorVariable: "SPANNER_EMULATOR_HOST",
+    freshScope: freshTable,
+    backend: (table, instrument) =>
+      new SpannerLock({ database: instrumented(database!, table, instrument), table, retry }),
+    lazyBackend: () =>
+      new SpannerLock({
+        projectId: PROJECT,
+        instanceId: INSTANCE,
+        databaseId,
+        table: LAZY_TABLE,
+        retry,
+      }),
+    separateBackend: (table) =>
+      new SpannerLock({
+        database: instrumented(client().instance(INSTANCE).database(databaseId), table),
+        table,
+        retry,
+      }),
+    reclaimRacers: 32,
+    raceTimeoutMs: 120_000,
+    // The emulator runs one read-write transaction at a time (others abort and retry): 8
+    // racing callers per key take seconds a run there.
+    hostileKeyRuns: 10,
+    // Every call: a query (beginning the transaction) and a commit, or a rollback.
+    roundTrips: {
+      claimWon: 2,
+      claimHeld: 2,
+      renew: 2,
+      complete: 2,
+      claimDone: 2,
+      release: 2,
+      reclaim: 2,
+    },
+  });
+
+  it("lockInTransaction: a commit whose reply was lost is not run twice over", async () => {
+    const table = freshTable();
+    // The claim's commit is the first; the transaction's (body and DONE) is the second.
+    let commits = 0;
+    const backend = new SpannerLock<Transaction>({
+      database: instrumented(database!, table, {
+        around: async (commit) => {
+          const result = await commit();
+          if (++commits === 2) {
+            throw Object.assign(new Error("14 UNAVAILABLE: simulated lost commit reply"), {
+              code: 14,
+            });
+          }
+          return result;
+        },
+      }) as SpannerDatabaseLike<Transaction>,
+      table,
+      retry,
+    });
+    let runs = 0;
+    await lockInTransaction("order-1", { backend, logger: silentLogger }, async (tx) => {
+      runs++;
+      tx.insert("orders", { id: `order-1`, total: 99 });
+    });
+    // The retry ran the body again, found DONE at its fence, and rolled its second run back.
+    expect(runs).toBe(2);
+    expect(commits).toBe(2); // the claim and the lost one: the rerun rolled back
+    const [rows] = await database!.run({ sql: "SELECT id FROM orders", json: true });
+    expect(rows).toEqual([{ id: "order-1" }]);
+    expect(await backend.claim("order-1", 60_000)).toEqual({ status: "done" });
+  });
+
+  it("purgeExpired deletes what is past expires_at and nothing else", async () => {
+    const table = freshTable();
+    await ensureTable(table);
+    const shortLived = new SpannerLock({ database: database!, table, ttlMs: 1 });
+    const longLived = new SpannerLock({ database: database!, table });
+    for (let i = 0; i < 3; i++) {
+      expect(await shortLived.complete(won(await shortLived.claim(`old-${i}`, 60_000)))).toBe(true);
+    }
+    const live = won(await longLived.claim("live", 60_000));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const progress: number[] = [];
+    expect(await longLived.purgeExpired({ onProgress: (n) => progress.push(n) })).toBe(3);
+    expect(progress).toEqual([3]);
+    expect(await longLived.inspect("old-0")).toBeUndefined();
+    expect(await longLived.complete(live)).toBe(true);
+    expect(await longLived.purgeExpired()).toBe(0);
+  });
+
+  it("the shipped DDL: the table with a row deletion policy on expires_at", () => {
+    const ddl = new SpannerLock({ database: database!, table: "orders_idempotency" }).schemaDdl;
+    expect(ddl).toMatch(/^CREATE TABLE IF NOT EXISTS `orders_idempotency` \(/);
+    expect(ddl).toContain("ROW DELETION POLICY (OLDER_THAN(expires_at, INTERVAL 0 DAY))");
+    expect(ddl).not.toContain("--");
+  });
+
+  it("validates its options before any I/O", () => {
+    expect(() => new SpannerLock({})).toThrow(/instanceId and a databaseId/);
+    expect(() => new SpannerLock({ instanceId: "main" })).toThrow(/databaseId/);
+    expect(() => new SpannerLock({ instanceId: "Main!", databaseId: "db" })).toThrow(/instanceId/);
+    expect(() => new SpannerLock({ database: database!, table: "1x" })).toThrow(/table/);
+    expect(() => new SpannerLock({ database: database!, table: "a-b" })).toThrow(/table/);
+    expect(() => new SpannerLock({ database: {} as never })).toThrow(/database/);
+    expect(() => new SpannerLock({ database: database!, ttlMs: 0 })).toThrow(/ttlMs/);
+  });
+});

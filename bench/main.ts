@@ -26,7 +26,6 @@ import { spannerBench } from "./backends/spanner.js";
 import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
 import { scaleChart, throughputChart } from "./chart.js";
 import { gatewayBench } from "./gateway.js";
-import { telemetryBench } from "./telemetry.js";
 import { type RunResult, renderMarkdown } from "./report.js";
 import {
   fmtMs,
@@ -39,6 +38,7 @@ import {
 } from "./runner.js";
 import { memoryScale, postgresScale, redisScale, type ScaleResult } from "./scale.js";
 import { type BackendBench, type BackendResult, cellKey, PATHS } from "./suite.js";
+import { telemetryBench } from "./telemetry.js";
 import { transactionBench } from "./transaction.js";
 
 const BACKENDS: BackendBench[] = [

@@ -1,6 +1,5 @@
 /** BENCHMARKS.md from one run's results: the targets first, then every table. */
 import type { GatewayResult } from "./gateway.js";
-import type { TelemetryResult } from "./telemetry.js";
 import {
   fmtMs,
   fmtRate,
@@ -13,6 +12,7 @@ import {
 } from "./runner.js";
 import { SCALE_CONCURRENCY, type ScaleResult } from "./scale.js";
 import { type BackendResult, cellKey, PATH_TITLE, PATHS, type Path } from "./suite.js";
+import type { TelemetryResult } from "./telemetry.js";
 
 export interface RunResult {
   settings: Settings;

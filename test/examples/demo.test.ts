@@ -105,6 +105,43 @@ it.skipIf(!redis)(
   },
 );
 
+it.each(["sqlite", "postgres", "mysql"])(
+  "demo --sink transaction on %s: plain INSERTs, every order in the table exactly once, exit 0",
+  async (backend) => {
+    const result = await demo([
+      "--orders",
+      "60",
+      "--seed",
+      "3",
+      "--sink",
+      "transaction",
+      "--backend",
+      backend,
+    ]);
+    expect(result.stderr.trim()).toBe("");
+    expect(result.code).toBe(0);
+    const { stdout } = result;
+    expect(row(stdout, "sink")).toContain("plain INSERTs");
+    expect(row(stdout, "orders in the orders table exactly once")).toBe("60");
+    expect(row(stdout, "orders in the orders table more than once")).toBe("0");
+    expect(row(stdout, "orders in the orders table never")).toBe("0");
+    expect(row(stdout, "orders never acked")).toBe("0");
+    expect(Number(row(stdout, "duplicates skipped"))).toBe(2 * 60);
+    const [healed, crashed] = row(stdout, "crashes healed").split("/").map(Number);
+    expect(crashed).toBeGreaterThan(0);
+    expect(healed).toBe(crashed);
+    // No supplier, so no Idempotency-Key anywhere: nothing for a supplier to de-duplicate.
+    expect(stdout).not.toContain("re-sends de-duplicated");
+    expect(stdout).toContain("OK: every order acked and in the orders table exactly once");
+  },
+);
+
+it("demo --sink transaction refuses a store without transactions, exit 2", async () => {
+  const result = await demo(["--sink", "transaction", "--backend", "memory"]);
+  expect(result.code).toBe(2);
+  expect(result.stderr).toContain("--sink transaction needs a SQL backend");
+});
+
 it("demo --help explains the options and the in-process crash on memory", async () => {
   const result = await demo(["--help"]);
   expect(result.code).toBe(0);

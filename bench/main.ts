@@ -20,7 +20,6 @@ import { redisBench, redisClusterBench } from "./backends/redis.js";
 import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
 import { scaleChart, throughputChart } from "./chart.js";
 import { gatewayBench } from "./gateway.js";
-import { telemetryBench } from "./telemetry.js";
 import { type RunResult, renderMarkdown } from "./report.js";
 import {
   fmtMs,
@@ -33,6 +32,7 @@ import {
 } from "./runner.js";
 import { memoryScale, postgresScale, redisScale, type ScaleResult } from "./scale.js";
 import { type BackendBench, type BackendResult, cellKey, PATHS } from "./suite.js";
+import { telemetryBench } from "./telemetry.js";
 
 const BACKENDS: BackendBench[] = [
   memoryBench,

@@ -1,9 +1,9 @@
 /** BENCHMARKS.md from one run's results: the targets first, then every table. */
 import type { GatewayResult } from "./gateway.js";
-import type { TelemetryResult } from "./telemetry.js";
 import { fmtMs, fmtRate, type Result, type Settings } from "./runner.js";
 import { SCALE_CONCURRENCY, type ScaleResult } from "./scale.js";
 import { type BackendResult, cellKey, PATH_TITLE, PATHS, type Path } from "./suite.js";
+import type { TelemetryResult } from "./telemetry.js";
 
 export interface RunResult {
   settings: Settings;

@@ -182,6 +182,20 @@ export async function lockInTransaction<Tx, T>(
   assertFunction(where, "body", body);
   let observation = observeVerb(r, "lockInTransaction", key);
   if (observation instanceof Promise) observation = await observation;
+  return runInTransactionObserved(key, r, backend, body, observation);
+}
+
+/**
+ * {@link runInTransaction} under `observation` when there is one (its backend calls traced,
+ * its outcome counted), plainly otherwise.
+ */
+export function runInTransactionObserved<Tx, T>(
+  key: string,
+  r: ResolvedLockOptions,
+  backend: TransactionalLockBackend<Tx>,
+  body: TransactionalBody<Tx, T>,
+  observation: Observation | undefined,
+): Promise<T> {
   if (observation === undefined) return runInTransaction(key, r, backend, body);
   return runObserved(observation, r, (observed) =>
     runInTransaction(

@@ -28,7 +28,7 @@ import {
 import { firstTraceparent } from "../core/trace-context.js";
 import {
   type lockInTransaction,
-  runInTransaction,
+  runInTransactionObserved,
   type TransactionalBody,
   type TransactionalLockBackend,
 } from "../core/transaction.js";
@@ -413,18 +413,7 @@ async function deliverObserved<I>(
               tx = inTx;
               return body(claim, NEVER_ABORTED);
             };
-      if (verb === undefined) await runInTransaction(key, lock, transactional, inTransaction);
-      else {
-        await runObserved(verb, lock, (observed) =>
-          runInTransaction(
-            key,
-            observed,
-            observed.backend as TransactionalLockBackend<unknown>,
-            inTransaction,
-            verb,
-          ),
-        );
-      }
+      await runInTransactionObserved(key, lock, transactional, inTransaction, verb);
     } else if (verb === undefined) {
       await runResolved("lock", key, lock, body);
     } else {

@@ -1,11 +1,8 @@
 // Spans and metrics of the verbs, with the real OpenTelemetry SDK and in-memory exporters, on
 // real stores: memory, Redis (own key prefix) and PostgreSQL (own database and table).
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
-import { Redis } from "ioredis";
-import type pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
-import { RedisLock } from "../../src/backends/redis/index.js";
 import { SqlLock } from "../../src/backends/sql/index.js";
 import {
   type Claim,
@@ -18,9 +15,6 @@ import {
   mutex,
 } from "../../src/index.js";
 import { captureLogger, silentLogger } from "../support/logger.js";
-import { findOrStartRedis } from "../support/redis.js";
-import { startOrSkip } from "../support/required.js";
-import { type PgRun, startPostgres } from "../support/sql.js";
 import {
   parentOf,
   type TelemetryHarness,
@@ -28,62 +22,20 @@ import {
   trace,
   useContextManager,
 } from "../support/telemetry.js";
+import { telemetryStores } from "../support/telemetry-stores.js";
 
-const redisServer = await startOrSkip("Redis", findOrStartRedis);
-const postgres: PgRun | undefined = await startOrSkip("PostgreSQL", startPostgres);
 const run = `otel${Date.now().toString(36)}`;
-let redis: Redis | undefined;
-let pool: pg.Pool | undefined;
+const setup = await telemetryStores(run);
+const { stores, postgres } = setup;
 
 beforeAll(async () => {
   useContextManager();
-  if (redisServer) {
-    redis = new Redis(redisServer.url, { lazyConnect: true });
-    await redis.connect();
-  }
-  if (postgres) pool = postgres.pool(4);
+  await setup.open();
 });
 
 afterAll(async () => {
-  if (redis) {
-    const keys = await redis.keys(`${run}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
-  }
-  await postgres?.drop();
+  await setup.close();
 });
-
-interface Store {
-  name: string;
-  backendName: string;
-  make(): LockBackend | Promise<LockBackend>;
-}
-
-const stores: Store[] = [
-  { name: "memory", backendName: "InMemoryLock", make: () => new InMemoryLock() },
-  ...(redisServer
-    ? [
-        {
-          name: "redis",
-          backendName: "RedisLock",
-          make: () => new RedisLock({ client: redis as Redis, prefix: `${run}:` }),
-        },
-      ]
-    : []),
-  ...(postgres
-    ? [
-        {
-          name: "postgres",
-          backendName: "SqlLock",
-          make: async () => {
-            const backend = new SqlLock({ client: pool as pg.Pool, table: `${run}_records` });
-            await backend.ensureSchema();
-            return backend;
-          },
-        },
-      ]
-    : []),
-];
 
 let n = 0;
 const freshKey = () => `k-${++n}`;
@@ -232,7 +184,7 @@ describe.each(stores)("telemetry of the verbs on $name", (store) => {
 describe.skipIf(postgres === undefined)("telemetry of lockInTransaction on PostgreSQL", () => {
   it("ran, duplicate and a failed body: one lockInTransaction span each, complete as a child", async () => {
     const otel = telemetryHarness();
-    const backend = new SqlLock({ client: pool as pg.Pool, table: `${run}_tx` });
+    const backend = new SqlLock({ client: setup.pool(), table: `${run}_tx` });
     await backend.ensureSchema();
     const options = {
       backend,

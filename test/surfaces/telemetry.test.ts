@@ -3,12 +3,8 @@
 // Cloud Logging trace fields on every line.
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import fc from "fast-check";
-import { Redis } from "ioredis";
-import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
-import { RedisLock } from "../../src/backends/redis/index.js";
-import { SqlLock } from "../../src/backends/sql/index.js";
 import {
   type CloudEventLike,
   type HttpResponseLike,
@@ -20,70 +16,31 @@ import {
 } from "../../src/index.js";
 import { fakeMessage, pushRequest, structuredCloudEvent } from "../../src/testing/index.js";
 import { captureLogger, silentLogger } from "../support/logger.js";
-import { findOrStartRedis } from "../support/redis.js";
-import { startOrSkip } from "../support/required.js";
-import { type PgRun, startPostgres } from "../support/sql.js";
 import {
   parentOf,
   type TelemetryHarness,
   telemetryHarness,
   useContextManager,
 } from "../support/telemetry.js";
+import { telemetryStores } from "../support/telemetry-stores.js";
 
-const redisServer = await startOrSkip("Redis", findOrStartRedis);
-const postgres: PgRun | undefined = await startOrSkip("PostgreSQL", startPostgres);
 const run = `otels${Date.now().toString(36)}`;
-let redis: Redis | undefined;
-let pool: pg.Pool | undefined;
+const setup = await telemetryStores(run);
+const { stores } = setup;
 
 beforeAll(async () => {
   useContextManager();
-  if (redisServer) {
-    redis = new Redis(redisServer.url, { lazyConnect: true });
-    await redis.connect();
-  }
-  if (postgres) pool = postgres.pool(4);
+  await setup.open();
 });
 
 afterAll(async () => {
-  if (redis) {
-    const keys = await redis.keys(`${run}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
-  }
-  await postgres?.drop();
+  await setup.close();
 });
 
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID = "00f067aa0ba902b7";
 const TRACEPARENT = `00-${TRACE_ID}-${PARENT_ID}-01`;
 const DELIVERY = "process gcp_pubsub";
-
-const stores: { name: string; backendName: string; make(): Promise<LockBackend> }[] = [
-  { name: "memory", backendName: "InMemoryLock", make: async () => new InMemoryLock() },
-  ...(redisServer
-    ? [
-        {
-          name: "redis",
-          backendName: "RedisLock",
-          make: async () => new RedisLock({ client: redis as Redis, prefix: `${run}:` }),
-        },
-      ]
-    : []),
-  ...(postgres
-    ? [
-        {
-          name: "postgres",
-          backendName: "SqlLock",
-          make: async () => {
-            const backend = new SqlLock({ client: pool as pg.Pool, table: `${run}_records` });
-            await backend.ensureSchema();
-            return backend;
-          },
-        },
-      ]
-    : []),
-];
 
 let n = 0;
 const nextId = () => `${run}-m${++n}`;

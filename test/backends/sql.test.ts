@@ -207,24 +207,29 @@ describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
     await sleep(80);
     // Hold the row so the next claim blocks inside its statement, then kill that backend.
     const blocker = await pgPool!.connect();
-    await blocker.query("BEGIN");
-    await blocker.query(`SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`);
-    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
-    let killed = 0;
-    for (let i = 0; i < 100 && killed === 0; i++) {
-      await sleep(20);
-      const r = await blocker.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
-      );
-      killed = r.rowCount ?? 0;
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query(`SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`);
+      const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+      // On a loaded machine the claim can take seconds to reach the row lock: poll up to 30 s.
+      let killed = 0;
+      for (let i = 0; i < 600 && killed === 0; i++) {
+        await sleep(50);
+        const r = await blocker.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+           WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+        );
+        killed = r.rowCount ?? 0;
+      }
+      expect(killed).toBe(1);
+      const error = await pending;
+      expect(error).toBeInstanceOf(BackendError);
+      expect(error).toMatchObject({ backend: "postgres", verb: "claim", key: "victim" });
+    } finally {
+      // Even when the test fails: an open transaction would hold the afterAll's DROP.
+      await blocker.query("ROLLBACK").catch(() => {});
+      blocker.release();
     }
-    expect(killed).toBe(1);
-    const error = await pending;
-    expect(error).toBeInstanceOf(BackendError);
-    expect(error).toMatchObject({ backend: "postgres", verb: "claim", key: "victim" });
-    await blocker.query("ROLLBACK");
-    blocker.release();
     // Nothing half-written: the killed claim left no trace, so the next one reclaims at +1.
     const next = won(await b.claim("victim", 60_000));
     expect(next.fencingId).toBe(first.fencingId + 1);

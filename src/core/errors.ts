@@ -67,9 +67,42 @@ export class Duplicate extends IdempotencyError {
   /** The key that was already completed. */
   readonly key: string;
   constructor(key: string) {
+    // An answer, not a fault: no stack trace to capture (most of what a throw would cost).
+    const limit = withoutStackTrace();
     super("DUPLICATE", `key ${quoteKey(key)} already completed; the body was skipped`);
+    restoreStackTrace(limit);
     this.key = key;
   }
+}
+
+/**
+ * Turn off stack capture for the next Error built, returning the limit to restore. Frozen
+ * intrinsics (a hardened realm) make the limit read-only: then the stack is simply captured.
+ */
+function withoutStackTrace(): number | undefined {
+  try {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    return limit;
+  } catch {
+    return undefined;
+  }
+}
+
+function restoreStackTrace(limit: number | undefined): void {
+  if (limit === undefined) return;
+  try {
+    Error.stackTraceLimit = limit;
+  } catch {
+    // Read-only after all: nothing was changed.
+  }
+}
+
+/** The text of an {@link InProgress}; also the 503 body of a held push, built without one. */
+export function inProgressText(key: string, leaseExpiresAt?: number, detail?: string): string {
+  const until =
+    leaseExpiresAt === undefined ? "" : ` until ${new Date(leaseExpiresAt).toISOString()}`;
+  return `key ${quoteKey(key)} is held by another holder${until}${detail ?? ""}`;
 }
 
 /**
@@ -94,9 +127,10 @@ export class InProgress extends IdempotencyError {
   /** When the holder's lease ends, epoch ms; absent when the key was completed by `lock`. */
   readonly leaseExpiresAt?: number;
   constructor(key: string, leaseExpiresAt?: number, detail?: string) {
-    const until =
-      leaseExpiresAt === undefined ? "" : ` until ${new Date(leaseExpiresAt).toISOString()}`;
-    super("IN_PROGRESS", `key ${quoteKey(key)} is held by another holder${until}${detail ?? ""}`);
+    // Contention is routine under redelivery: like Duplicate, no stack trace is captured.
+    const limit = withoutStackTrace();
+    super("IN_PROGRESS", inProgressText(key, leaseExpiresAt, detail));
+    restoreStackTrace(limit);
     this.key = key;
     if (leaseExpiresAt !== undefined) this.leaseExpiresAt = leaseExpiresAt;
   }

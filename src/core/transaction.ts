@@ -5,7 +5,16 @@ import { type ResolvedLockOptions, resolveLockOptions, transactionalBackend } fr
 import type { Observation } from "./telemetry.js";
 import type { Claim, LockBackend, LockOptions } from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
-import { claimWithin, observeVerb, releaseAfterFailure, runObserved, watchClaim } from "./verbs.js";
+import {
+  claimWithin,
+  observeVerb,
+  Refusal,
+  refusalError,
+  refusalOf,
+  releaseAfterFailure,
+  runObserved,
+  watchClaim,
+} from "./verbs.js";
 
 /**
  * What {@link TransactionalLockBackend.completeInTransaction} resolves to.
@@ -182,7 +191,9 @@ export async function lockInTransaction<Tx, T>(
   assertFunction(where, "body", body);
   let observation = observeVerb(r, "lockInTransaction", key);
   if (observation instanceof Promise) observation = await observation;
-  return runInTransactionObserved(key, r, backend, body, observation);
+  const result = await runInTransactionObserved(key, r, backend, body, observation);
+  if (result instanceof Refusal) throw refusalError(key, result);
+  return result;
 }
 
 /**
@@ -195,7 +206,7 @@ export function runInTransactionObserved<Tx, T>(
   backend: TransactionalLockBackend<Tx>,
   body: TransactionalBody<Tx, T>,
   observation: Observation | undefined,
-): Promise<T> {
+): Promise<T | Refusal> {
   if (observation === undefined) return runInTransaction(key, r, backend, body);
   return runObserved(observation, r, (observed) =>
     runInTransaction(
@@ -218,17 +229,12 @@ export async function runInTransaction<Tx, T>(
   backend: TransactionalLockBackend<Tx>,
   body: TransactionalBody<Tx, T>,
   observation?: Observation,
-): Promise<T> {
+): Promise<T | Refusal> {
   const claimedAt = observation ? performance.now() : 0;
   const outcome = await claimWithin(r, key);
   observation?.waited(performance.now() - claimedAt);
-  if (outcome.status === "done") {
-    if (observation) observation.outcome = "duplicate";
-    throw new Duplicate(key);
-  }
-  if (outcome.status === "held") {
-    if (observation) observation.outcome = "held";
-    throw new InProgress(key, outcome.leaseExpiresAt);
+  if (outcome.status !== "won") {
+    return refusalOf("lockInTransaction", outcome, observation) as Refusal;
   }
 
   const { claim } = outcome;

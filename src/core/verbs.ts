@@ -28,6 +28,57 @@ type Resolved = ResolvedLockOptions;
  */
 const UNUSED_SIGNAL_CONTROLLER = new AbortController();
 
+/**
+ * A claim that did not run the body: the key is done (a duplicate) or held. The verbs'
+ * internal, exception-free answer, which the surfaces branch on; lock(), mutex() and
+ * lockInTransaction() turn it into their documented rejections with {@link refusalError}.
+ */
+export class Refusal {
+  constructor(
+    readonly status: "done" | "held",
+    /** When the holder's lease ends (held), epoch ms in the store's clock. */
+    readonly leaseExpiresAt?: number,
+    /** Held for a mutex because lock() completed the key. */
+    readonly completedByLock = false,
+  ) {}
+}
+
+const DUPLICATE = new Refusal("done");
+const COMPLETED_BY_LOCK = new Refusal("held", undefined, true);
+/** The detail of a mutex's InProgress on a key that lock() completed. */
+export const COMPLETED_BY_LOCK_DETAIL = " (the key was completed by lock())";
+
+/** The rejection a caller of the verbs sees for a refusal. */
+export function refusalError(key: string, refusal: Refusal): Duplicate | InProgress {
+  if (refusal.status === "done") return new Duplicate(key);
+  return refusal.completedByLock
+    ? new InProgress(key, undefined, COMPLETED_BY_LOCK_DETAIL)
+    : new InProgress(key, refusal.leaseExpiresAt);
+}
+
+/**
+ * The refusal a claim's outcome means for `verb` (undefined: the claim was won), with the
+ * observation's outcome set to match.
+ */
+export function refusalOf(
+  verb: ObservedVerb,
+  outcome: ClaimOutcome,
+  observation: Observation | undefined,
+): Refusal | undefined {
+  if (outcome.status === "won") return undefined;
+  if (outcome.status === "done") {
+    // A mutex never completes, so a DONE record belongs to a lock() on the same key.
+    if (verb === "mutex") {
+      if (observation) observation.outcome = "held";
+      return COMPLETED_BY_LOCK;
+    }
+    if (observation) observation.outcome = "duplicate";
+    return DUPLICATE;
+  }
+  if (observation) observation.outcome = "held";
+  return new Refusal("held", outcome.leaseExpiresAt);
+}
+
 /** Re-claims of a held key while `waitMs` allows: pauses averaging 10 ms, doubling to 500 ms. */
 const HELD_BACKOFF: Backoff = { baseDelayMs: 20, maxDelayMs: 1_000 };
 
@@ -47,7 +98,8 @@ export async function claimWithin(r: Resolved, key: string): Promise<ClaimOutcom
 
 /**
  * The verbs after validation: `r` was resolved once (per call by {@link lock}, once per
- * function by the surfaces) and `key` passed {@link assertValidKey}.
+ * function by the surfaces) and `key` passed {@link assertValidKey}. A duplicate or a held
+ * key resolves to a {@link Refusal}, not a rejection: expected outcomes cost no exception.
  */
 export async function runResolved<T>(
   verb: Verb,
@@ -55,23 +107,11 @@ export async function runResolved<T>(
   r: ResolvedLockOptions,
   body: GuardedBody<T>,
   observation?: Observation,
-): Promise<T> {
+): Promise<T | Refusal> {
   const claimedAt = observation ? performance.now() : 0;
   const outcome = await claimWithin(r, key);
   observation?.waited(performance.now() - claimedAt);
-  if (outcome.status === "done") {
-    // A mutex never completes, so a DONE record belongs to a lock() on the same key.
-    if (verb === "mutex") {
-      if (observation) observation.outcome = "held";
-      throw new InProgress(key, undefined, " (the key was completed by lock())");
-    }
-    if (observation) observation.outcome = "duplicate";
-    throw new Duplicate(key);
-  }
-  if (outcome.status === "held") {
-    if (observation) observation.outcome = "held";
-    throw new InProgress(key, outcome.leaseExpiresAt);
-  }
+  if (outcome.status !== "won") return refusalOf(verb, outcome, observation) as Refusal;
 
   const { claim } = outcome;
   const { controller, stopHeartbeat } = watchClaim(r, claim, body.length >= 2);
@@ -264,10 +304,14 @@ async function runGuarded<T>(
   assertFunction(where, "body", body);
   let observation = observeVerb(r, verb, key);
   if (observation instanceof Promise) observation = await observation;
-  if (observation === undefined) return runResolved(verb, key, r, body);
-  return runObserved(observation, r, (observed) =>
-    runResolved(verb, key, observed, body, observation),
-  );
+  const result =
+    observation === undefined
+      ? await runResolved(verb, key, r, body)
+      : await runObserved(observation, r, (observed) =>
+          runResolved(verb, key, observed, body, observation),
+        );
+  if (result instanceof Refusal) throw refusalError(key, result);
+  return result;
 }
 
 /**

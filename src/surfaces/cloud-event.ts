@@ -7,6 +7,7 @@ import { type CloudEventLike, cloudEventDeliveryAttempt } from "./envelope.js";
 import {
   deliver,
   type GatewayOptions,
+  heldError,
   resolveGatewayOptions,
   type TransactionalGatewayOptions,
 } from "./pipeline.js";
@@ -92,7 +93,10 @@ export function idempotent<E extends CloudEventLike, Tx>(
       case "ran":
       case "duplicate":
         return;
-      case "in_progress":
+      case "in_progress": {
+        // No stack is captured for an InProgress: functions-framework prints one line.
+        throw heldError(outcome);
+      }
       case "unkeyed":
       case "invalid_key":
         // functions-framework prints err.stack for every throw; contention is routine, so

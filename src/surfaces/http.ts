@@ -12,6 +12,7 @@ import type { ParsedMessage } from "./envelope.js";
 import {
   deliver,
   type GatewayOptions,
+  heldText,
   logFailure,
   resolveGatewayOptions,
   type TransactionalGatewayOptions,
@@ -341,7 +342,7 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         send(res, 204);
         return;
       case "in_progress":
-        send(res, 503, outcome.error.message);
+        send(res, 503, heldText(outcome));
         return;
       case "unkeyed": {
         const why = missingKeyReason(message);

@@ -5,10 +5,10 @@
 // share one options type and one outcome.
 import {
   asError,
-  Duplicate,
   InProgress,
   InvalidConfiguration,
   type InvalidKey,
+  inProgressText,
   UnkeyedMessage,
 } from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
@@ -41,7 +41,7 @@ import {
   readOptions,
   readProperty,
 } from "../core/validate.js";
-import { runObserved, runResolved } from "../core/verbs.js";
+import { COMPLETED_BY_LOCK_DETAIL, Refusal, runObserved, runResolved } from "../core/verbs.js";
 import {
   eitherSignal,
   type RequestTimeout,
@@ -269,7 +269,7 @@ const NEVER_ABORTED = new AbortController().signal;
 export type DeliveryOutcome =
   | { kind: "ran" }
   | { kind: "duplicate"; key: string }
-  | { kind: "in_progress"; error: InProgress }
+  | { kind: "in_progress"; key: string; refusal: Refusal }
   | { kind: "unkeyed"; error: UnkeyedMessage }
   | { kind: "invalid_key"; error: InvalidKey }
   | { kind: "failed"; error: unknown; fromHandler: boolean };
@@ -413,40 +413,71 @@ async function deliverObserved<I>(
               tx = inTx;
               return body(claim, NEVER_ABORTED);
             };
-      await runInTransactionObserved(key, lock, transactional, inTransaction, verb);
-    } else if (verb === undefined) {
-      await runResolved("lock", key, lock, body);
+      const result = await runInTransactionObserved(key, lock, transactional, inTransaction, verb);
+      if (result instanceof Refusal) return refused(gateway, delivery, key, result, logger);
     } else {
-      await runObserved(verb, lock, (observed) => runResolved("lock", key, observed, body, verb));
+      // A duplicate or a held key comes back as a Refusal: no exception on an expected path.
+      const result =
+        verb === undefined
+          ? await runResolved("lock", key, lock, body)
+          : await runObserved(verb, lock, (observed) =>
+              runResolved("lock", key, observed, body, verb),
+            );
+      if (result instanceof Refusal) return refused(gateway, delivery, key, result, logger);
     }
     return { kind: "ran" };
   } catch (error) {
-    // A Duplicate thrown by the handler itself (a nested lock) is the handler's error.
-    if (!handlerThrew && error instanceof Duplicate) {
-      logger.info("duplicate delivery skipped", { key, outcome: "duplicate" });
-      if (gateway.onDuplicate) callHook(gateway.onDuplicate, key, logger);
-      return { kind: "duplicate", key };
-    }
-    if (!handlerThrew && error instanceof InProgress) {
-      // One line, no stack: contention is expected under redelivery and must not page anyone.
-      logger.warn("key held by another delivery; nacking for a later redelivery", {
-        key: error.key,
-        outcome: "in_progress",
-        ...(error.leaseExpiresAt === undefined
-          ? {}
-          : { leaseExpiresAt: new Date(error.leaseExpiresAt).toISOString() }),
-        ...(delivery.deliveryAttempt === undefined
-          ? {}
-          : { deliveryAttempt: delivery.deliveryAttempt }),
-      });
-      return { kind: "in_progress", error };
-    }
+    // A Duplicate or InProgress thrown by the handler itself (a nested lock) is the
+    // handler's error like any other: the gateway's own answers arrive as refusals.
     return {
       kind: "failed",
       error: asError(handlerThrew ? "the handler" : "the gateway", error),
       fromHandler: handlerThrew,
     };
   }
+}
+
+/** A duplicate is acked (and the hook told); a held key is nacked, in one log line each. */
+function refused<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  delivery: Delivery<I>,
+  key: string,
+  refusal: Refusal,
+  logger: Logger,
+): DeliveryOutcome {
+  if (refusal.status === "done") {
+    logger.info("duplicate delivery skipped", { key, outcome: "duplicate" });
+    if (gateway.onDuplicate) callHook(gateway.onDuplicate, key, logger);
+    return { kind: "duplicate", key };
+  }
+  // One line, no stack: contention is expected under redelivery and must not page anyone.
+  logger.warn("key held by another delivery; nacking for a later redelivery", {
+    key,
+    outcome: "in_progress",
+    ...(refusal.leaseExpiresAt === undefined
+      ? {}
+      : { leaseExpiresAt: new Date(refusal.leaseExpiresAt).toISOString() }),
+    ...(delivery.deliveryAttempt === undefined
+      ? {}
+      : { deliveryAttempt: delivery.deliveryAttempt }),
+  });
+  return { kind: "in_progress", key, refusal };
+}
+
+/** A held delivery as the error a surface throws (built only where one is thrown). */
+export function heldError(outcome: { key: string; refusal: Refusal }): InProgress {
+  const { refusal } = outcome;
+  return refusal.completedByLock
+    ? new InProgress(outcome.key, undefined, COMPLETED_BY_LOCK_DETAIL)
+    : new InProgress(outcome.key, refusal.leaseExpiresAt);
+}
+
+/** A held delivery as text (a 503 body), without building an error. */
+export function heldText(outcome: { key: string; refusal: Refusal }): string {
+  const { refusal } = outcome;
+  return refusal.completedByLock
+    ? inProgressText(outcome.key, undefined, COMPLETED_BY_LOCK_DETAIL)
+    : inProgressText(outcome.key, refusal.leaseExpiresAt);
 }
 
 /** A hook observes: its throw, or its rejected promise, is logged and changes nothing. */

@@ -67,7 +67,10 @@ describe.each(stores)("telemetry of the verbs on $name", (store) => {
 
   it("ran: a verb span with claim and complete children, the fence, the wait, and no key", async () => {
     const key = freshKey();
-    await lock(key, options(), async () => {});
+    let fence = 0;
+    await lock(key, options(), async (claim) => {
+      fence = claim.fencingId;
+    });
     const verb = otel.span("gcp-pubsub-idempotency lock");
     const claim = otel.span("gcp-pubsub-idempotency claim");
     const complete = otel.span("gcp-pubsub-idempotency complete");
@@ -75,7 +78,7 @@ describe.each(stores)("telemetry of the verbs on $name", (store) => {
       "idempotency.outcome": "ran",
       "idempotency.verb": "lock",
       "idempotency.backend": store.backendName,
-      "idempotency.fencing_id": 1,
+      "idempotency.fencing_id": fence,
     });
     expect(verb.attributes["idempotency.key"]).toBeUndefined();
     expect(verb.attributes["idempotency.waited_ms"]).toBeTypeOf("number");
@@ -141,7 +144,10 @@ describe.each(stores)("telemetry of the verbs on $name", (store) => {
 
   it("mutex: claim and release children; a held key is held; waitMs shows as time waited", async () => {
     const key = freshKey();
-    await mutex(key, options(), async () => {});
+    let fence = 0;
+    await mutex(key, options(), async (claim) => {
+      fence = claim.fencingId;
+    });
     const held = freshKey();
     await backend.claim(held, 60_000);
     await expect(mutex(held, { ...options(), waitMs: 60 }, async () => {})).rejects.toBeInstanceOf(
@@ -152,7 +158,7 @@ describe.each(stores)("telemetry of the verbs on $name", (store) => {
     expect(verbs[1]?.attributes["idempotency.waited_ms"]).toBeGreaterThanOrEqual(55);
     expect(otel.spans().filter((s) => s.name.endsWith(" claim")).length).toBeGreaterThan(2);
     expect(otel.span("gcp-pubsub-idempotency release").attributes["idempotency.fencing_id"]).toBe(
-      1,
+      fence,
     );
     expect(await otel.outcomes()).toEqual({
       [`ran|${store.backendName}|mutex`]: 1,

@@ -158,5 +158,10 @@ function selection() {
       'node-matrix: package.json scripts["test:matrix-selection"] must be "vitest run ..."',
     );
   }
-  return command.slice(prefix.length).split(/\s+/).filter(Boolean);
+  // Spawned without a shell: drop the quotes that keep a glob from the shell in `npm run`.
+  return command
+    .slice(prefix.length)
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((arg) => arg.replace(/^'(.*)'$/, "$1"));
 }

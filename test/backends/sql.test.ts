@@ -306,11 +306,43 @@ describe("SqlLock sqlite: busy database", () => {
     const file = `${b0!.table}.db`;
     const db = sqlite.open(file);
     db.pragma("busy_timeout = 1"); // kept as set: SqlLock only fills in a missing timeout
-    const b = new SqlLock({ client: db, table: b0!.table });
     const blocker = sqlite.open(file);
+    // The blocker lets go when the claim has met SQLITE_BUSY once, whatever the timing: the
+    // retry then succeeds (a timer of a few ms could fire after every jittered retry ran).
+    let letGo = false;
+    const busyOnce = (error: unknown) => {
+      if (!letGo && String((error as { code?: unknown }).code).startsWith("SQLITE_BUSY")) {
+        letGo = true;
+        blocker.exec("COMMIT");
+      }
+      throw error;
+    };
+    const watched = new Proxy(db, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (name !== "prepare" || typeof value !== "function") return value;
+        return (sql: string) => {
+          const statement = (value as (sql: string) => object).call(target, sql);
+          return new Proxy(statement, {
+            get(st, method, r) {
+              const fn = Reflect.get(st, method, r) as unknown;
+              if (typeof fn !== "function") return fn;
+              return (...args: unknown[]) => {
+                try {
+                  return (fn as (...a: unknown[]) => unknown).apply(st, args);
+                } catch (error) {
+                  return busyOnce(error);
+                }
+              };
+            },
+          });
+        };
+      },
+    });
+    const b = new SqlLock({ client: watched, table: b0!.table });
     blocker.exec("BEGIN IMMEDIATE");
-    setTimeout(() => blocker.exec("COMMIT"), 25);
     expect(won(await b.claim("busy", 60_000)).key).toBe("busy");
+    expect(letGo).toBe(true);
     blocker.exec("BEGIN IMMEDIATE");
     const error = await b.claim("busy2", 60_000).catch((e: unknown) => e);
     blocker.exec("ROLLBACK");

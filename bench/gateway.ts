@@ -1,17 +1,10 @@
 /**
  * The gateway's own cost: lock() cycles per second over a backend that answers at once,
- * beside the same backend calls made bare (the floor), sequentially, so on one core.
+ * beside the same backend calls made bare (the floor), sequentially, so on one core. The
+ * gateway and the surfaces are the published build's (bench/published-build.ts).
  */
-import {
-  type Claim,
-  type ClaimOutcome,
-  type HttpResponseLike,
-  idempotentHttp,
-  idempotentMessage,
-  type LockBackend,
-  lock,
-} from "gcp-pubsub-idempotency";
-import { createTestIdentity, pushBody } from "gcp-pubsub-idempotency/testing";
+import type { Claim, ClaimOutcome, HttpResponseLike, LockBackend } from "gcp-pubsub-idempotency";
+import { publishedBuild } from "./published-build.js";
 
 /** Always wins, completes and releases: no store at all, so only our own work is timed. */
 export class InstantBackend implements LockBackend {
@@ -80,6 +73,7 @@ async function rate(n: number, fn: () => Promise<unknown>): Promise<number> {
 }
 
 export async function gatewayBench(cycles: number): Promise<GatewayResult> {
+  const { lock } = (await publishedBuild()).core;
   const backend = new InstantBackend();
   const options = { backend, leaseMs: 60_000 };
   const floor = await rate(cycles, async () => {
@@ -109,6 +103,9 @@ export async function gatewayBench(cycles: number): Promise<GatewayResult> {
 
 /** A duplicate or a held key through each surface, beside the claim that decides it. */
 async function surfaceRates(backend: LockBackend, n: number): Promise<SurfacePathResult> {
+  const { core, testing } = await publishedBuild();
+  const { idempotentHttp, idempotentMessage } = core;
+  const { pushBody } = testing;
   const logger = { info() {}, warn() {}, error() {} };
   const body = pushBody({ orderId: "4711" }, { messageId: "bench-1" });
   const res: HttpResponseLike = { statusCode: 200, end: () => undefined };
@@ -140,6 +137,9 @@ async function surfaceRates(backend: LockBackend, n: number): Promise<SurfacePat
 
 /** A push as a body parser leaves it, answered into a response that keeps nothing. */
 async function pushRates(backend: LockBackend, pushes: number) {
+  const { core, testing } = await publishedBuild();
+  const { idempotentHttp } = core;
+  const { createTestIdentity, pushBody } = testing;
   const identity = createTestIdentity();
   const authorization = identity.authorization();
   const newTokens = Math.min(pushes, 2_000);

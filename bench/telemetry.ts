@@ -13,14 +13,9 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from "@opentelemetry/sdk-trace-base";
-import {
-  type HttpResponseLike,
-  idempotentHttp,
-  lock,
-  type TelemetryOptions,
-} from "gcp-pubsub-idempotency";
-import { pushBody } from "gcp-pubsub-idempotency/testing";
+import type { HttpResponseLike, TelemetryOptions } from "gcp-pubsub-idempotency";
 import { InstantBackend } from "./gateway.js";
+import { publishedBuild } from "./published-build.js";
 
 export type TelemetryVariant = "off" | "noSdk" | "sdk";
 export const TELEMETRY_VARIANTS: readonly TelemetryVariant[] = ["off", "noSdk", "sdk"];
@@ -67,6 +62,9 @@ function median(values: number[]): number {
 }
 
 export async function telemetryBench(cycles: number, rounds: number): Promise<TelemetryResult> {
+  const { core, testing } = await publishedBuild();
+  const { idempotentHttp, lock } = core;
+  const { pushBody } = testing;
   const sdk: TelemetryOptions = {
     tracerProvider: new BasicTracerProvider({
       spanProcessors: [new BatchSpanProcessor(new DroppingExporter())],

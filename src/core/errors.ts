@@ -100,9 +100,24 @@ function restoreStackTrace(limit: number | undefined): void {
 
 /** The text of an {@link InProgress}; also the 503 body of a held push, built without one. */
 export function inProgressText(key: string, leaseExpiresAt?: number, detail?: string): string {
-  const until =
-    leaseExpiresAt === undefined ? "" : ` until ${new Date(leaseExpiresAt).toISOString()}`;
+  const until = leaseExpiresAt === undefined ? "" : ` until ${isoTime(leaseExpiresAt)}`;
   return `key ${quoteKey(key)} is held by another holder${until}${detail ?? ""}`;
+}
+
+let lastIsoMs = Number.NaN;
+let lastIsoText = "";
+
+/**
+ * Epoch ms as ISO 8601, remembering the last one. A held key is redelivered again and again
+ * while one holder keeps it, each time with that holder's lease end, and formatting a Date
+ * costs more than the rest of a held delivery.
+ */
+export function isoTime(ms: number): string {
+  if (ms !== lastIsoMs) {
+    lastIsoText = new Date(ms).toISOString();
+    lastIsoMs = ms;
+  }
+  return lastIsoText;
 }
 
 /**

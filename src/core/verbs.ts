@@ -83,9 +83,15 @@ export function refusalOf(
 const HELD_BACKOFF: Backoff = { baseDelayMs: 20, maxDelayMs: 1_000 };
 
 /** Claim, and while `waitMs` allows, retry a held key with a short jittered backoff. */
-export async function claimWithin(r: Resolved, key: string): Promise<ClaimOutcome> {
+export function claimWithin(r: Resolved, key: string): Promise<ClaimOutcome> {
+  // Without waitMs the backend's own promise is the answer: no async frame around it.
+  if (r.waitMs === 0) return r.backend.claim(key, r.leaseMs);
+  return claimWaiting(r, key);
+}
+
+async function claimWaiting(r: Resolved, key: string): Promise<ClaimOutcome> {
   let outcome = await r.backend.claim(key, r.leaseMs);
-  if (outcome.status !== "held" || r.waitMs === 0) return outcome;
+  if (outcome.status !== "held") return outcome;
   const deadline = Date.now() + r.waitMs;
   for (let n = 1; outcome.status === "held"; n++) {
     const left = deadline - Date.now();

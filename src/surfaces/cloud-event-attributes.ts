@@ -6,7 +6,14 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { MAX_KEY_BYTES } from "../core/constants.js";
 import { InvalidKey } from "../core/errors.js";
-import { cloudEventMessageId, fail, isObject, MESSAGE_PUBLISHED_TYPE, shown } from "./envelope.js";
+import {
+  cloudEventMessageId,
+  fail,
+  isObject,
+  isTimestamp,
+  MESSAGE_PUBLISHED_TYPE,
+  shown,
+} from "./envelope.js";
 
 /**
  * The attributes of a CloudEvent that reached {@link idempotentHttp} over HTTP (binary or
@@ -116,7 +123,7 @@ export function checkedAttributes(
   if (named.specversion !== "1.0") {
     fail(`the CloudEvent's ${where("specversion")} is ${shown(named.specversion)}, not "1.0"`);
   }
-  if (named.time !== undefined && Number.isNaN(Date.parse(named.time))) {
+  if (named.time !== undefined && !isTimestamp(named.time)) {
     fail(`the CloudEvent's ${where("time")} is not a timestamp: ${shown(named.time)}`);
   }
   return Object.freeze({ ...named, extensions: Object.freeze(extensions) }) as CloudEventAttributes;

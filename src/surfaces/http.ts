@@ -292,76 +292,77 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
       : verifierFor(resolvePushAuthOptions(own.auth, "idempotentHttp() options.auth"), {
           logger,
         });
-  const serve = async (req: Q, res: S): Promise<void> => {
-    const startedAt = Date.now();
-    const client = watchClient(req, res, startedAt, logger);
-    if (verify !== undefined) {
-      // The verifier logs each refusal once, with the reason; the caller learns only the kind.
-      const verdict = await verify(authorizationHeader(req));
-      if (!verdict.ok) {
-        for (const [name, value] of Object.entries(verdict.headers)) res.setHeader?.(name, value);
-        send(res, verdict.status, REFUSAL_TEXT[verdict.status]);
-        return;
-      }
-    }
-    let message: ParsedMessage;
-    try {
-      message = parsePushRequest(req, await readBody(req, limit));
-    } catch (error) {
-      if (error instanceof BodyTooLarge) {
-        logger.warn(error.message, { outcome: "too_large" });
-        send(res, 413, error.message);
-        return;
-      }
-      const reason = error instanceof MalformedMessage ? error.message : errorText(error);
-      logger.warn(reason, { outcome: "malformed" });
-      send(res, 400, oneLine(reason));
-      return;
-    }
-    if (client) client.messageId = message.messageId;
-    const outcome = await deliver(gateway, {
-      input: { message, req },
-      defaultKey: () => defaultMessageKey(message),
-      run: (signal, tx) => call(message, req, res, signal, tx),
-      deliveryAttempt: message.deliveryAttempt,
-      startedAt,
-      clientGone: client?.signal,
-      carrier: () => ({
-        messageId: message.messageId || message.event?.id,
-        subscription: message.subscription,
-        traceparents: [
-          readQuietly(req.headers, "traceparent"),
-          readQuietly(message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),
-          readQuietly(message.event?.extensions, "traceparent"),
-        ],
-      }),
-    });
-    switch (outcome.kind) {
-      case "ran":
-      case "duplicate":
-        send(res, 204);
-        return;
-      case "in_progress":
-        send(res, 503, heldText(outcome));
-        return;
-      case "unkeyed": {
-        const why = missingKeyReason(message);
-        send(res, 400, oneLine(why ? `${outcome.error.message}: ${why}` : outcome.error.message));
-        return;
-      }
-      case "invalid_key":
-        send(res, 400, oneLine(outcome.error.message));
-        return;
-      case "failed":
-        logFailure(logger, outcome, message.messageId || message.event?.id || "");
-        // The reason stays in the log: a 500 body must not leak internals to the caller.
-        send(res, 500, "the handler failed; the message will be redelivered");
-        return;
-    }
-  };
+  // One async function a push, with the guard against broken request objects inside it.
   return async (req, res) => {
     try {
-      await serve(req, res);
+      const startedAt = Date.now();
+      const client = watchClient(req, res, startedAt, logger);
+      if (verify !== undefined) {
+        // The verifier logs each refusal once, with the reason; the caller learns only the kind.
+        const verdict = await verify(authorizationHeader(req));
+        if (!verdict.ok) {
+          for (const [name, value] of Object.entries(verdict.headers)) res.setHeader?.(name, value);
+          send(res, verdict.status, REFUSAL_TEXT[verdict.status]);
+          return;
+        }
+      }
+      let message: ParsedMessage;
+      try {
+        // A body a framework already holds is parsed at once; only a stream is awaited.
+        let body = heldBody(req);
+        if (body === UNREAD) body = await readStream(req, limit);
+        message = parsePushRequest(req, body);
+      } catch (error) {
+        if (error instanceof BodyTooLarge) {
+          logger.warn(error.message, { outcome: "too_large" });
+          send(res, 413, error.message);
+          return;
+        }
+        const reason = error instanceof MalformedMessage ? error.message : errorText(error);
+        logger.warn(reason, { outcome: "malformed" });
+        send(res, 400, oneLine(reason));
+        return;
+      }
+      if (client) client.messageId = message.messageId;
+      const outcome = await deliver(gateway, {
+        input: { message, req },
+        defaultKey: () => defaultMessageKey(message),
+        run: (signal, tx) => call(message, req, res, signal, tx),
+        deliveryAttempt: message.deliveryAttempt,
+        startedAt,
+        clientGone: client?.signal,
+        carrier: () => ({
+          messageId: message.messageId || message.event?.id,
+          subscription: message.subscription,
+          traceparents: [
+            readQuietly(req.headers, "traceparent"),
+            readQuietly(message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),
+            readQuietly(message.event?.extensions, "traceparent"),
+          ],
+        }),
+      });
+      switch (outcome.kind) {
+        case "ran":
+        case "duplicate":
+          send(res, 204);
+          return;
+        case "in_progress":
+          send(res, 503, heldText(outcome));
+          return;
+        case "unkeyed": {
+          const why = missingKeyReason(message);
+          send(res, 400, oneLine(why ? `${outcome.error.message}: ${why}` : outcome.error.message));
+          return;
+        }
+        case "invalid_key":
+          send(res, 400, oneLine(outcome.error.message));
+          return;
+        case "failed":
+          logFailure(logger, outcome, message.messageId || message.event?.id || "");
+          // The reason stays in the log: a 500 body must not leak internals to the caller.
+          send(res, 500, "the handler failed; the message will be redelivered");
+          return;
+      }
     } catch (error) {
       // Only a broken request or response object lands here; a server must not crash on it.
       logger.error("answering the push failed", { outcome: "failed", error: errorText(error) });
@@ -408,11 +409,14 @@ function isEmptyPlainObject(value: unknown): boolean {
   );
 }
 
+/** {@link heldBody}'s answer when the body is still in the request's stream. */
+const UNREAD: unique symbol = Symbol("unread");
+
 /**
- * The push body: the bytes a framework kept (`rawBody`), what it parsed, or the stream read
- * under a size limit.
+ * The push body a framework already holds: the bytes it kept (`rawBody`) or what it parsed;
+ * {@link UNREAD} when it is still in the stream.
  */
-async function readBody(req: HttpRequestLike, limit: number): Promise<unknown> {
+function heldBody(req: HttpRequestLike): unknown {
   const { rawBody, body } = req;
   if (rawBody instanceof Uint8Array) return rawBody;
   const iterate = req[Symbol.asyncIterator];
@@ -420,7 +424,11 @@ async function readBody(req: HttpRequestLike, limit: number): Promise<unknown> {
   // Express 4's body parsers leave `{}` on a request whose content type they skip, with the
   // stream unread: the data is still in the stream.
   if (body !== undefined && !(unread && isEmptyPlainObject(body))) return body;
-  if (!unread) return undefined;
+  return unread ? UNREAD : undefined;
+}
+
+/** The body read from the request's stream, under a size limit. */
+async function readStream(req: HttpRequestLike, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   let tooLarge = false;

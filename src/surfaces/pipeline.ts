@@ -9,6 +9,7 @@ import {
   InvalidConfiguration,
   type InvalidKey,
   inProgressText,
+  isoTime,
   UnkeyedMessage,
 } from "../core/errors.js";
 import { errorStack, errorText } from "../core/logger.js";
@@ -23,6 +24,7 @@ import {
   loadTelemetryApi,
   Observation,
   type ObservedOutcome,
+  type TelemetrySettings,
   telemetryApiSettled,
 } from "../core/telemetry.js";
 import { firstTraceparent } from "../core/trace-context.js";
@@ -32,7 +34,7 @@ import {
   type TransactionalBody,
   type TransactionalLockBackend,
 } from "../core/transaction.js";
-import type { GuardedBody, LockOptions, Logger } from "../core/types.js";
+import type { GuardedBody, LockOptions, LogFields, Logger } from "../core/types.js";
 import {
   assertFunction,
   assertValidKey,
@@ -278,12 +280,24 @@ export type DeliveryOutcome =
  * Resolve the key, run the handler under `lock`, and classify what happened. Never rejects:
  * whatever the handler, the key function, the hook or the logger throws becomes an outcome.
  */
-export async function deliver<I>(
+export function deliver<I>(
   gateway: ResolvedGatewayOptions<I>,
   delivery: Delivery<I>,
 ): Promise<DeliveryOutcome> {
+  // Not async itself: with nothing to record, the delivery's own promise is handed back
+  // as it is, without a wrapping promise and its extra turns of the microtask queue.
   const settings = gateway.lock.telemetry;
-  if (settings === undefined) return deliverObserved(gateway, delivery, undefined);
+  if (settings === undefined || (telemetryApiSettled() && Observation.idle(settings))) {
+    return deliverObserved(gateway, delivery, undefined);
+  }
+  return deliverTraced(gateway, delivery, settings);
+}
+
+async function deliverTraced<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  delivery: Delivery<I>,
+  settings: TelemetrySettings,
+): Promise<DeliveryOutcome> {
   if (!telemetryApiSettled()) await loadTelemetryApi();
   if (Observation.idle(settings)) return deliverObserved(gateway, delivery, undefined);
   const observation = Observation.start(
@@ -451,16 +465,10 @@ function refused<I>(
     return { kind: "duplicate", key };
   }
   // One line, no stack: contention is expected under redelivery and must not page anyone.
-  logger.warn("key held by another delivery; nacking for a later redelivery", {
-    key,
-    outcome: "in_progress",
-    ...(refusal.leaseExpiresAt === undefined
-      ? {}
-      : { leaseExpiresAt: new Date(refusal.leaseExpiresAt).toISOString() }),
-    ...(delivery.deliveryAttempt === undefined
-      ? {}
-      : { deliveryAttempt: delivery.deliveryAttempt }),
-  });
+  const fields: LogFields = { key, outcome: "in_progress" };
+  if (refusal.leaseExpiresAt !== undefined) fields.leaseExpiresAt = isoTime(refusal.leaseExpiresAt);
+  if (delivery.deliveryAttempt !== undefined) fields.deliveryAttempt = delivery.deliveryAttempt;
+  logger.warn("key held by another delivery; nacking for a later redelivery", fields);
   return { kind: "in_progress", key, refusal };
 }
 

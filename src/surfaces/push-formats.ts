@@ -22,6 +22,7 @@ import {
   fromEnvelopeObject,
   isBytes,
   isObject,
+  isTimestamp,
   type Json,
   jsonObject,
   MESSAGE_PUBLISHED_TYPE,
@@ -312,7 +313,7 @@ function unwrappedWithMetadata(headers: RequestHeaders, body: unknown): ParsedMe
   const messageId = metadataHeader(headers, MESSAGE_ID) as string;
   const subscription = metadataHeader(headers, SUBSCRIPTION);
   const publishTime = metadataHeader(headers, PUBLISH_TIME);
-  if (publishTime !== undefined && Number.isNaN(Date.parse(publishTime))) {
+  if (publishTime !== undefined && !isTimestamp(publishTime)) {
     fail(`the ${PUBLISH_TIME} header is not a timestamp: ${shown(publishTime)}`);
   }
   const orderingKey = metadataHeader(headers, ORDERING_KEY);

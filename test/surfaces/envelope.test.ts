@@ -1,7 +1,9 @@
 import { Buffer } from "node:buffer";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { MalformedMessage } from "../../src/core/errors.js";
+import { isTimestamp } from "../../src/surfaces/envelope.js";
 import {
   cloudEventMessageId,
   idempotentMessage,
@@ -138,5 +140,45 @@ describe("the envelope parser", () => {
       seen = { ...m.attributes };
     })(pulled);
     expect(Object.keys(seen)).toEqual(["__proto__"]);
+  });
+});
+
+describe("publishTime: the timestamp rule", () => {
+  const pad = (n: number, width: number) => String(n).padStart(width, "0");
+  // RFC 3339 UTC as Pub/Sub writes it, over the whole range the fast pattern admits.
+  const pubsubTime = fc
+    .record({
+      year: fc.integer({ min: 0, max: 9999 }),
+      month: fc.integer({ min: 1, max: 12 }),
+      day: fc.integer({ min: 1, max: 31 }),
+      hour: fc.integer({ min: 0, max: 23 }),
+      minute: fc.integer({ min: 0, max: 59 }),
+      second: fc.integer({ min: 0, max: 59 }),
+      fraction: fc.option(fc.stringMatching(/^\d{1,9}$/), { nil: undefined }),
+    })
+    .map(
+      (t) =>
+        `${pad(t.year, 4)}-${pad(t.month, 2)}-${pad(t.day, 2)}T${pad(t.hour, 2)}:${pad(t.minute, 2)}:${pad(t.second, 2)}${t.fraction === undefined ? "" : `.${t.fraction}`}Z`,
+    );
+
+  it("accepts exactly what Date.parse accepts, for Pub/Sub's form and for any text", () => {
+    const agrees = (text: string) => isTimestamp(text) === !Number.isNaN(Date.parse(text));
+    fc.assert(fc.property(pubsubTime, agrees), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          pubsubTime.map((t) => t.replace("T", " ")),
+        ),
+        agrees,
+      ),
+      { numRuns: 2_000 },
+    );
+    for (const text of ["2026-12-03T23:59:60Z", "2026-13-01T00:00:00Z", "2026-12-03T18:53:25.Z"]) {
+      expect(isTimestamp(text)).toBe(false);
+      expect(() => parsePushBody({ message: { messageId: "1", publishTime: text } })).toThrow(
+        /publishTime is not a timestamp/,
+      );
+    }
   });
 });

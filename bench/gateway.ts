@@ -31,14 +31,24 @@ class FixedAnswerBackend implements LockBackend {
   async release(_claim: Claim): Promise<void> {}
 }
 
-/** Expected outcomes through a surface: a duplicate or a held key, per second on one core. */
+/**
+ * Expected outcomes through a surface: a duplicate or a held key, one delivery after another.
+ * Each figure is the median over interleaved rounds; `…PerCpuSecond` counts deliveries per
+ * second of this process's CPU time (user + system), which a busy machine disturbs far less
+ * than wall-clock rates.
+ */
 export interface SurfacePathResult {
-  /** the backend's claim() called bare */
+  /** the fixed-answer backend's claim() called bare: a promise of a constant */
   bareClaim: number;
-  /** idempotentHttp over a parsed push body */
+  /** InMemoryLock's claim() of a done (or held) key called bare: the cheapest real claim */
+  memoryClaim: number;
+  /** idempotentHttp over a parsed push body, deliveries per second */
   http: number;
-  /** idempotentMessage over a pull message */
+  /** idempotentMessage over a pull message, deliveries per second */
   message: number;
+  httpPerCpuSecond: number;
+  messagePerCpuSecond: number;
+  rounds: number;
 }
 
 export interface GatewayResult {
@@ -72,7 +82,7 @@ async function rate(n: number, fn: () => Promise<unknown>): Promise<number> {
   return n / (Number(process.hrtime.bigint() - start) / 1e9);
 }
 
-export async function gatewayBench(cycles: number): Promise<GatewayResult> {
+export async function gatewayBench(cycles: number, rounds: number): Promise<GatewayResult> {
   const { lock } = (await publishedBuild()).core;
   const backend = new InstantBackend();
   const options = { backend, leaseMs: 60_000 };
@@ -86,8 +96,6 @@ export async function gatewayBench(cycles: number): Promise<GatewayResult> {
   );
   const pushes = Math.max(1_000, Math.round(cycles / 100));
   const deliveries = Math.max(1_000, Math.round(cycles / 4));
-  const done: ClaimOutcome = { status: "done" };
-  const held: ClaimOutcome = { status: "held", leaseExpiresAt: Date.now() + 60_000 };
   return {
     cycles,
     floor,
@@ -96,16 +104,47 @@ export async function gatewayBench(cycles: number): Promise<GatewayResult> {
     pushes,
     ...(await pushRates(backend, pushes)),
     deliveries,
-    duplicate: await surfaceRates(new FixedAnswerBackend(done), deliveries),
-    held: await surfaceRates(new FixedAnswerBackend(held), deliveries),
+    duplicate: await surfaceRates("done", deliveries, rounds),
+    held: await surfaceRates("held", deliveries, rounds),
   };
 }
 
-/** A duplicate or a held key through each surface, beside the claim that decides it. */
-async function surfaceRates(backend: LockBackend, n: number): Promise<SurfacePathResult> {
+/** Rate and CPU time per call of `fn`, called `n` times one after another. */
+async function timed(n: number, fn: () => Promise<unknown>): Promise<[number, number]> {
+  const cpu = process.cpuUsage();
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await fn();
+  const wall = Number(process.hrtime.bigint() - start) / 1e9;
+  const used = process.cpuUsage(cpu);
+  return [n / wall, n / ((used.user + used.system) / 1e6)];
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+/**
+ * A duplicate or a held key through each surface, beside the claims that decide it: the
+ * surfaces run over a backend that answers at once with a fixed outcome, so only our own code
+ * is timed; InMemoryLock's claim of such a key is the reference the target's "within 3× of a
+ * bare claim" is read against (a claim that returns a constant promise is no claim at all).
+ */
+async function surfaceRates(
+  status: "done" | "held",
+  n: number,
+  rounds: number,
+): Promise<SurfacePathResult> {
   const { core, testing } = await publishedBuild();
-  const { idempotentHttp, idempotentMessage } = core;
+  const { idempotentHttp, idempotentMessage, InMemoryLock } = core;
   const { pushBody } = testing;
+  const answer: ClaimOutcome =
+    status === "done"
+      ? { status: "done" }
+      : { status: "held", leaseExpiresAt: Date.now() + 60_000 };
+  const backend = new FixedAnswerBackend(answer);
+  const memory = new InMemoryLock();
+  const won = await memory.claim("order-123", 3_600_000);
+  if (won.status !== "won") throw new Error("bench: InMemoryLock did not grant a fresh key");
+  if (status === "done") await memory.complete(won.claim);
   const logger = { info() {}, warn() {}, error() {} };
   const body = pushBody({ orderId: "4711" }, { messageId: "bench-1" });
   const res: HttpResponseLike = { statusCode: 200, end: () => undefined };
@@ -128,11 +167,42 @@ async function surfaceRates(backend: LockBackend, n: number): Promise<SurfacePat
       nacks++;
     },
   };
-  const bareClaim = await rate(n, () => backend.claim("order-123", 60_000));
-  const httpRate = await rate(n, () => http({ headers: {}, body }, res));
-  const messageRate = await rate(n, () => message(pull));
-  if (acks + nacks === 0) throw new Error("bench: idempotentMessage never settled the message");
-  return { bareClaim, http: httpRate, message: messageRate };
+  const calls = {
+    bare: () => backend.claim("order-123", 60_000),
+    memory: () => memory.claim("order-123", 60_000),
+    http: () => http({ headers: {}, body }, res),
+    message: () => message(pull),
+  };
+  const perRound = Math.max(1, Math.round(n / rounds));
+  const warm = Math.min(perRound, 20_000);
+  for (const call of Object.values(calls)) for (let i = 0; i < warm; i++) await call();
+  const seen: Record<keyof typeof calls, Array<[number, number]>> = {
+    bare: [],
+    memory: [],
+    http: [],
+    message: [],
+  };
+  // The four take turns round after round, in alternating order, so load hits them alike.
+  const order = Object.keys(calls) as Array<keyof typeof calls>;
+  for (let round = 0; round < rounds; round++) {
+    for (const name of round % 2 === 0 ? order : [...order].reverse()) {
+      seen[name].push(await timed(perRound, calls[name]));
+    }
+  }
+  if (status === "done" ? nacks > 0 || acks === 0 : acks > 0 || nacks === 0) {
+    throw new Error(`bench: a ${status} key was settled ${acks} ack(s), ${nacks} nack(s)`);
+  }
+  const rate = (name: keyof typeof calls) => median(seen[name].map(([r]) => r));
+  const perCpu = (name: keyof typeof calls) => median(seen[name].map(([, c]) => c));
+  return {
+    bareClaim: rate("bare"),
+    memoryClaim: rate("memory"),
+    http: rate("http"),
+    message: rate("message"),
+    httpPerCpuSecond: perCpu("http"),
+    messagePerCpuSecond: perCpu("message"),
+    rounds,
+  };
 }
 
 /** A push as a body parser leaves it, answered into a response that keeps nothing. */

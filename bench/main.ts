@@ -2,12 +2,14 @@
  * The benchmark suite: every backend through one driver, their floors and peers in the same
  * run, the scale runs and the gateway's own cost; rewrites BENCHMARKS.md and its charts.
  *
- *   npm run bench                      full run (about 12 minutes), rewrites BENCHMARKS.md
+ *   npm run bench                      full run (about 35 minutes), rewrites BENCHMARKS.md
  *   npm run bench -- --quick           about 2 minutes, also rewrites BENCHMARKS.md
  *   npm run bench -- --smoke           seconds; proves it runs, writes nothing (CI)
  *   npm run bench -- --only redis,postgres [--out FILE.md]
  *   npm run bench -- --only memory,redis --repeat 3   the selection 3 times, with the spread
+ *   npm run bench -- --in-flight 16    only that many operations in flight (default 1,16,64)
  *
+ * --in-flight, like --only, writes only to --out.
  * --only takes backend names (below), `scale`, `gateway`, `telemetry` and `transaction`; a backend's name
  * also selects its scale run (redis, postgres, memory). A run with --only or --smoke writes
  * only to --out, except `transaction`: lockInTransaction against lock() plus its own
@@ -67,8 +69,16 @@ function parseArgs(argv: string[]) {
       throw new Error(`${name} needs a value`);
     return v;
   };
-  const known = new Set(["--quick", "--smoke", "--only", "--out", "--repeat", "--help"]);
-  const takesValue = new Set(["--only", "--out", "--repeat"]);
+  const known = new Set([
+    "--quick",
+    "--smoke",
+    "--only",
+    "--out",
+    "--repeat",
+    "--in-flight",
+    "--help",
+  ]);
+  const takesValue = new Set(["--only", "--out", "--repeat", "--in-flight"]);
   for (const [k, a] of argv.entries()) {
     if (a.startsWith("--") && !known.has(a)) throw new Error(`unknown option ${a}`);
     if (!a.startsWith("--") && !takesValue.has(argv[k - 1] ?? "")) {
@@ -80,6 +90,14 @@ function parseArgs(argv: string[]) {
   if (!/^\d+$/.test(repeatText) || repeat < 1 || repeat > 20) {
     throw new Error(`--repeat: expected a whole number from 1 to 20, got ${repeatText}`);
   }
+  const inFlightText = value("--in-flight");
+  const inFlight = inFlightText?.split(",").map((text) => {
+    const n = Number(text.trim());
+    if (!/^\d+$/.test(text.trim()) || n < 1 || n > 256) {
+      throw new Error(`--in-flight: expected whole numbers from 1 to 256, got ${inFlightText}`);
+    }
+    return n;
+  });
   const only = value("--only")
     ?.split(",")
     .map((s) => s.trim())
@@ -96,25 +114,29 @@ function parseArgs(argv: string[]) {
       throw new Error(`--only: unknown ${n}; choose from ${[...names].join(", ")}`);
   }
   const size: Settings["size"] = flag("--smoke") ? "smoke" : flag("--quick") ? "quick" : "full";
-  return { size, only, out: value("--out"), repeat, help: flag("--help") };
+  return { size, only, out: value("--out"), repeat, inFlight, help: flag("--help") };
 }
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
   console.log(
-    "npm run bench -- [--quick | --smoke] [--only a,b] [--repeat N] [--out FILE.md]\n" +
+    "npm run bench -- [--quick | --smoke] [--only a,b] [--repeat N] [--in-flight 1,16] [--out FILE.md]\n" +
       `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, telemetry, transaction`,
   );
   process.exit(0);
 }
-const settings = SETTINGS[args.size];
+const settings: Settings = args.inFlight
+  ? { ...SETTINGS[args.size], concurrency: args.inFlight }
+  : SETTINGS[args.size];
 const selected = (id: string) => args.only === undefined || args.only.includes(id);
 const backends = BACKENDS.filter((b) => selected(b.id));
 const scales = Object.keys(SCALES).filter((id) => selected("scale") || args.only?.includes(id));
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out =
   args.out ??
-  (args.only === undefined && args.size !== "smoke" ? join(root, "BENCHMARKS.md") : undefined);
+  (args.only === undefined && args.inFlight === undefined && args.size !== "smoke"
+    ? join(root, "BENCHMARKS.md")
+    : undefined);
 
 // A rough duration up front: cells × systems × rounds × (warm-up + timed), plus set-up.
 const systemsGuess: Record<string, number> = {
@@ -168,7 +190,7 @@ async function measure(pass: number): Promise<RunResult> {
   if (args.repeat > 1) progress(`pass ${pass + 1} of ${args.repeat} (load ${run.loadAtStart})`);
   if (selected("gateway")) {
     progress("gateway: lock() over an instant backend");
-    run.gateway = await gatewayBench(settings.gatewayCycles);
+    run.gateway = await gatewayBench(settings.gatewayCycles, settings.rounds);
     progress(
       `gateway: ${fmtRate(run.gateway.lock)} lock() cycles/s (floor ${fmtRate(run.gateway.floor)})`,
     );

@@ -210,11 +210,12 @@ async function measure(pass: number): Promise<RunResult> {
     progress("transaction: lockInTransaction vs lock() + its own transaction, each SQL dialect");
     // The ratio sits near 1: the full run takes twice the rounds to keep it steady.
     const rounds = args.size === "full" ? 2 * settings.rounds : settings.rounds;
-    const { markdown, failed } = await transactionBench(
+    const { markdown, failed, ratios } = await transactionBench(
       { ...settings, rounds },
       { command: run.command },
     );
     if (failed) failures++;
+    run.transaction = ratios;
     if (args.size === "smoke") {
       console.log(markdown);
     } else {

@@ -13,6 +13,7 @@ import {
 import { SCALE_CONCURRENCY, type ScaleResult } from "./scale.js";
 import { type BackendResult, cellKey, PATH_TITLE, PATHS, type Path } from "./suite.js";
 import type { TelemetryResult } from "./telemetry.js";
+import type { TransactionRatio } from "./transaction.js";
 
 export interface RunResult {
   settings: Settings;
@@ -28,6 +29,8 @@ export interface RunResult {
   scaleErrors: string[];
   gateway?: GatewayResult;
   telemetry?: TelemetryResult;
+  /** lockInTransaction ÷ lock() + its own transaction, per SQL dialect and concurrency. */
+  transaction?: TransactionRatio[];
   charts: { throughput?: string; scale?: string };
   /** With --repeat N: every pass, this run being the last. */
   repeats?: RunResult[];
@@ -179,6 +182,21 @@ export function targets(run: RunResult): Target[] {
       3,
       "atLeast",
     ),
+  );
+  const inTransaction = run.transaction?.filter((r) => r.inFlight === at) ?? [];
+  out.push(
+    inTransaction.length === 0
+      ? {
+          what: "lockInTransaction ≥ 1.0× lock() + its own transaction, every SQL dialect (16 in flight)",
+          measured: "—",
+          met: undefined,
+        }
+      : spreadTarget(
+          "lockInTransaction ≥ 1.0× lock() + its own transaction, every SQL dialect (16 in flight)",
+          inTransaction.map((r) => [r.dialect, r.ratio] as const),
+          1,
+          "atLeast",
+        ),
   );
   // Every ratio above that has a spread: how far its rounds stray from their median.
   const widths: Array<[string, number]> = [];

@@ -26,9 +26,12 @@ import {
   interleaved,
   loadAverage,
   type Op,
+  pairedRatios,
   progress,
   type Result,
   type Settings,
+  type Spread,
+  spread,
 } from "./runner.js";
 import { LEASE_MS, RUN_ID, TTL_MS, version } from "./suite.js";
 
@@ -210,10 +213,17 @@ export interface TransactionBenchOptions {
 }
 
 /** Every dialect, interleaved pairs at each in-flight count; resolves to the Markdown report. */
+/** lockInTransaction ÷ lock() + its own transaction, round by round, for one dialect and concurrency. */
+export interface TransactionRatio {
+  dialect: string;
+  inFlight: number;
+  ratio: Spread;
+}
+
 export async function transactionBench(
   settings: Settings,
   options: TransactionBenchOptions,
-): Promise<{ markdown: string; failed: boolean }> {
+): Promise<{ markdown: string; failed: boolean; ratios: TransactionRatio[] }> {
   const only = options.only ?? Object.keys(DIALECTS);
   for (const name of only) {
     if (!(name in DIALECTS)) throw new Error(`transaction bench: unknown dialect ${name}`);
@@ -233,6 +243,7 @@ export async function transactionBench(
   ];
   const concurrency = options.inFlight ?? (settings.size === "smoke" ? [1, 16] : CONCURRENCY);
   let failed = false;
+  const ratios: TransactionRatio[] = [];
   for (const id of only) {
     let dialect: Dialect | undefined;
     try {
@@ -251,6 +262,8 @@ export async function transactionBench(
           const a = results.get("in-transaction")!;
           const b = results.get("lock + own tx")!;
           const ratio = a.opsPerSec / b.opsPerSec;
+          const rounds = spread(pairedRatios(a.rounds, b.rounds));
+          if (rounds) ratios.push({ dialect: dialect.title, inFlight: c, ratio: rounds });
           progress(
             `  ${id} ×${c}: in-transaction ${fmtRate(a.opsPerSec)}/s, lock + own tx ${fmtRate(b.opsPerSec)}/s: ${ratio.toFixed(2)}×`,
           );
@@ -269,5 +282,5 @@ export async function transactionBench(
     }
   }
   lines.push("", `Load average at the end: ${loadAverage()}.`, "");
-  return { markdown: lines.join("\n"), failed };
+  return { markdown: lines.join("\n"), failed, ratios };
 }

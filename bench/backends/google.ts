@@ -17,12 +17,11 @@ import {
   check,
   KEYS,
   LEASE_MS,
-  oursContender,
   RUN_ID,
   seed,
   TTL_MS,
-  version,
 } from "../suite.js";
+import { onEmulator } from "./emulated.js";
 
 const PROJECT = "idempotency-bench";
 // No GCE metadata server here: the auth library's probe for one only prints a warning.
@@ -114,34 +113,32 @@ export const datastoreBench: BackendBench = {
   title: "Datastore (Firestore in Datastore mode, emulator)",
   async start(settings) {
     const emulator = await startEmulator("datastore");
-    try {
-      const datastore = new Datastore({ projectId: PROJECT });
-      const namespace = `bench_${RUN_ID}`;
-      const backend = new DatastoreLock({ datastore, namespace, kind: KIND, ttlMs: TTL_MS });
-      await seed(backend, settings);
-      // It reads the project from the environment and builds its own client on first use.
-      process.env.GCLOUD_PROJECT = PROJECT;
-      const peer = googleDatastoreLock(await import("@google-automations/datastore-lock"));
-      // Its logger (gcf-utils' pino, level trace) writes two debug lines per acquire to
-      // stdout synchronously; ours logs nothing on success, so quiet it to warnings.
-      const { logger } = await import("gcf-utils");
-      (logger as unknown as { pino: { level: string } }).pino.level = "warn";
-      const contenders = [
-        oursContender("ours", backend, settings, "floor"),
-        peer,
-        datastoreFloor("floor", datastore, namespace, settings),
-      ];
-      return {
-        versions: `Firestore emulator (Datastore mode) at ${emulator.host}, started in ${(emulator.startupMs / 1000).toFixed(1)} s; @google-cloud/datastore ${version("@google-cloud/datastore")}; @google-automations/datastore-lock ${version("@google-automations/datastore-lock")}`,
-        floorNote:
-          "DatastoreLock's own RPCs made with the client alone: a first delivery is lookup + insert + (begin, lookup, commit); a duplicate or held key one lookup; a mutex cycle on a released key lookup + 2 × (begin, lookup, commit)",
-        open: async () => ({ contenders, close: async () => {} }),
-        stop: () => emulator.stop(),
-      };
-    } catch (error) {
-      await emulator.stop();
-      throw error;
-    }
+    return onEmulator(
+      emulator,
+      settings,
+      async () => {},
+      async () => {
+        const datastore = new Datastore({ projectId: PROJECT });
+        const namespace = `bench_${RUN_ID}`;
+        const backend = new DatastoreLock({ datastore, namespace, kind: KIND, ttlMs: TTL_MS });
+        await seed(backend, settings);
+        // It reads the project from the environment and builds its own client on first use.
+        process.env.GCLOUD_PROJECT = PROJECT;
+        const peer = googleDatastoreLock(await import("@google-automations/datastore-lock"));
+        // Its logger (gcf-utils' pino, level trace) writes two debug lines per acquire to
+        // stdout synchronously; ours logs nothing on success, so quiet it to warnings.
+        const { logger } = await import("gcf-utils");
+        (logger as unknown as { pino: { level: string } }).pino.level = "warn";
+        return {
+          backend,
+          others: [peer, datastoreFloor("floor", datastore, namespace, settings)],
+          emulatorName: "Firestore emulator (Datastore mode)",
+          packages: ["@google-cloud/datastore", "@google-automations/datastore-lock"],
+          floorNote:
+            "DatastoreLock's own RPCs made with the client alone: a first delivery is lookup + insert + (begin, lookup, commit); a duplicate or held key one lookup; a mutex cycle on a released key lookup + 2 × (begin, lookup, commit)",
+        };
+      },
+    );
   },
 };
 
@@ -197,28 +194,23 @@ export const firestoreBench: BackendBench = {
   async start(settings) {
     const emulator = await startEmulator("firestore");
     const firestore = new Firestore({ projectId: PROJECT });
-    try {
-      const collection = `bench_${RUN_ID}`;
-      const backend = new FirestoreLock({ firestore, collection, ttlMs: TTL_MS });
-      await seed(backend, settings);
-      const contenders = [
-        oursContender("ours", backend, settings, "floor"),
-        firestoreFloor("floor", firestore, collection, settings),
-      ];
-      return {
-        versions: `Firestore emulator (native mode) at ${emulator.host}, started in ${(emulator.startupMs / 1000).toFixed(1)} s; @google-cloud/firestore ${version("@google-cloud/firestore")}`,
-        floorNote:
-          "FirestoreLock's own RPCs made with the client alone: a first delivery is create + get + preconditioned update; a duplicate or held key create (refused) + get; a mutex cycle on a released key create (refused) + get + update, then get + update",
-        open: async () => ({ contenders, close: async () => {} }),
-        stop: async () => {
-          await firestore.terminate();
-          await emulator.stop();
-        },
-      };
-    } catch (error) {
-      await firestore.terminate();
-      await emulator.stop();
-      throw error;
-    }
+    return onEmulator(
+      emulator,
+      settings,
+      () => firestore.terminate(),
+      async () => {
+        const collection = `bench_${RUN_ID}`;
+        const backend = new FirestoreLock({ firestore, collection, ttlMs: TTL_MS });
+        await seed(backend, settings);
+        return {
+          backend,
+          others: [firestoreFloor("floor", firestore, collection, settings)],
+          emulatorName: "Firestore emulator (native mode)",
+          packages: ["@google-cloud/firestore"],
+          floorNote:
+            "FirestoreLock's own RPCs made with the client alone: a first delivery is create + get + preconditioned update; a duplicate or held key create (refused) + get; a mutex cycle on a released key create (refused) + get + update, then get + update",
+        };
+      },
+    );
   },
 };

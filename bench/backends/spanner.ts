@@ -22,11 +22,10 @@ import {
   check,
   KEYS,
   LEASE_MS,
-  oursContender,
   seed,
   TTL_MS,
-  version,
 } from "../suite.js";
+import { onEmulator } from "./emulated.js";
 
 type Database = ReturnType<ReturnType<Spanner["instance"]>["database"]>;
 const TABLE = "records";
@@ -97,35 +96,30 @@ export const spannerBench: BackendBench = {
   async start(settings) {
     const emulator = await startSpannerEmulator();
     const spanner = new Spanner({ projectId: PROJECT });
-    try {
-      const database = await freshDatabase(spanner, []);
-      const backend = new SpannerLock({ database, table: TABLE, ttlMs: TTL_MS, retry: RETRY });
-      await backend.ensureSchema();
-      await seed(backend, settings, 1);
-      const contenders = [
-        oursContender("ours", backend, settings, "floor"),
-        spannerFloor("floor", database, settings),
-      ];
-      return {
-        versions: `Cloud Spanner emulator at ${emulator.host}, started in ${(emulator.startupMs / 1000).toFixed(1)} s; @google-cloud/spanner ${version("@google-cloud/spanner")}`,
-        floorNote:
-          "SpannerLock's own transactions made with the client alone: every call is a query (beginning the transaction inline) then a commit with one mutation, or a rollback; a first delivery is two such transactions, a duplicate or held key one with a rollback, a mutex cycle on a released key two",
-        // One in flight only: the emulator serializes read-write transactions, so more
-        // would measure its aborts and our backoff, not the backend.
-        open: async (concurrency) => ({
-          contenders: concurrency === 1 ? contenders : [],
-          close: async () => {},
-        }),
-        stop: async () => {
-          await database.close();
-          spanner.close();
-          await emulator.stop();
-        },
-      };
-    } catch (error) {
-      spanner.close();
-      await emulator.stop();
-      throw error;
-    }
+    return onEmulator(
+      emulator,
+      settings,
+      async () => spanner.close(),
+      async () => {
+        const database = await freshDatabase(spanner, []);
+        const backend = new SpannerLock({ database, table: TABLE, ttlMs: TTL_MS, retry: RETRY });
+        await backend.ensureSchema();
+        await seed(backend, settings, 1);
+        return {
+          backend,
+          others: [spannerFloor("floor", database, settings)],
+          emulatorName: "Cloud Spanner emulator",
+          packages: ["@google-cloud/spanner"],
+          floorNote:
+            "SpannerLock's own transactions made with the client alone: every call is a query (beginning the transaction inline) then a commit with one mutation, or a rollback; a first delivery is two such transactions, a duplicate or held key one with a rollback, a mutex cycle on a released key two",
+          // One in flight only: the emulator serializes read-write transactions, so more
+          // would measure its aborts and our backoff, not the backend.
+          onlyConcurrency: 1,
+          stop: async () => {
+            await database.close();
+          },
+        };
+      },
+    );
   },
 };

@@ -4,12 +4,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { modelRunOptionsFromEnv, modelTimeoutMs, runModel } from "../support/model-run.js";
-import {
-  findOrStartRedis,
-  glideClient,
-  redisClientPair,
-  redisClusterClients,
-} from "../support/redis.js";
+import { findOrStartRedis, redisTargets } from "../support/redis.js";
 import { startOrSkip } from "../support/required.js";
 
 const server = await startOrSkip("Redis", findOrStartRedis);
@@ -17,50 +12,20 @@ const options = modelRunOptionsFromEnv();
 const prefix = () => `idem-model:${randomBytes(6).toString("hex")}:`;
 
 describe.skipIf(!server)("RedisLock against the transition table", () => {
-  const redis = redisClientPair(server?.url ?? "redis://127.0.0.1:6379");
-  const glide = glideClient(server?.url ?? "redis://127.0.0.1:6379");
-  beforeAll(async () => {
-    await redis.connect();
-    await glide.connect();
-  });
+  const redis = redisTargets(server?.url ?? "redis://127.0.0.1:6379");
+  beforeAll(() => redis.start());
   afterAll(async () => {
-    await redis.close();
-    glide.close();
+    await redis.stop();
     await server?.stop();
   });
 
-  const named = [...redis.named, [glide.name, () => glide.client()] as const];
-  for (const [name, client] of named) {
+  for (const { title, client } of redis.targets) {
     it(
-      `redis (${name})`,
-      async () => {
-        const c = typeof client === "function" ? client() : client;
-        await runModel(
-          {
-            name: `redis (${name})`,
-            make: (ttlMs) => new RedisLock({ client: c, ttlMs, prefix: prefix() }),
-            clock: "server",
-          },
-          options,
-        );
-      },
-      modelTimeoutMs(options),
-    );
-  }
-});
-
-describe.skipIf(!server)("RedisLock on Redis Cluster against the transition table", () => {
-  const cluster = redisClusterClients();
-  beforeAll(() => cluster.start());
-  afterAll(() => cluster.stop());
-
-  for (const [name, client] of cluster.named) {
-    it(
-      `redis cluster (${name})`,
+      title,
       async () => {
         await runModel(
           {
-            name: `redis cluster (${name})`,
+            name: title,
             make: (ttlMs) => new RedisLock({ client: client(), ttlMs, prefix: prefix() }),
             clock: "server",
           },

@@ -7,6 +7,7 @@ import { promisify } from "node:util";
 import { GlideClient, GlideClusterClient, Logger } from "@valkey/valkey-glide";
 import { Cluster, Redis } from "ioredis";
 import { createClient, createCluster } from "redis";
+import type { RedisScriptClient } from "../../src/backends/redis/index.js";
 import { freePort } from "./net.js";
 
 const run = promisify(execFile);
@@ -292,6 +293,42 @@ export function redisClusterClients() {
       await nr?.close();
       glide?.close();
       await servers?.stop();
+    },
+  };
+}
+
+/** One client RedisLock is tested with: the title its tests carry, and a getter for after start(). */
+export interface RedisTarget {
+  readonly title: string;
+  readonly client: () => RedisScriptClient;
+}
+
+/**
+ * The six clients RedisLock is tested with: ioredis, node-redis and GLIDE on the server at `url`,
+ * and the three cluster clients on a private Redis Cluster. The titles and getters are there at
+ * once, for registering tests; start() (a beforeAll) connects them all, stop() (an afterAll)
+ * ends them and the cluster.
+ */
+export function redisTargets(url: string) {
+  const pair = redisClientPair(url);
+  const glide = glideClient(url);
+  const cluster = redisClusterClients();
+  const targets: readonly RedisTarget[] = [
+    ...pair.named.map(([name, client]) => ({ title: `redis (${name})`, client: () => client })),
+    { title: `redis (${glide.name})`, client: () => glide.client() },
+    ...cluster.named.map(([name, client]) => ({ title: `redis cluster (${name})`, client })),
+  ];
+  return {
+    targets,
+    async start(): Promise<void> {
+      await pair.connect();
+      await glide.connect();
+      await cluster.start();
+    },
+    async stop(): Promise<void> {
+      await pair.close();
+      glide.close();
+      await cluster.stop();
     },
   };
 }

@@ -10,17 +10,10 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/transaction.js";
-import type {
-  Claim,
-  ClaimOutcome,
-  ForceReleaseOutcome,
-  InspectedRecord,
-  LockBackend,
-  PurgeOptions,
-} from "../../core/types.js";
+import type { Claim } from "../../core/types.js";
 import { stringOption } from "../../core/validate.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { GoogleRecords } from "../shared/google-records.js";
+import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";
 import type { RetryOptions } from "../shared/retry-options.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
@@ -133,6 +126,7 @@ const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
  * ```
  */
 export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
+  extends GoogleStoreLock<DatastoreTransactionOf<D>>
   implements TransactionalLockBackend<DatastoreTransactionOf<D>>
 {
   /** Kind of the records. */
@@ -141,13 +135,13 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
   readonly namespace: string | undefined;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly records: GoogleRecords<DatastoreLike, DatastoreTransactionLike>;
 
   /**
    * Checks every option before any I/O (see {@link DatastoreLockOptions}): a value of the
    * wrong type or out of range throws {@link InvalidConfiguration} naming the option.
    */
   constructor(options: DatastoreLockOptions<D> = {}) {
+    super();
     const driver = loadOnce(() =>
       import("@google-cloud/datastore").then((module) => module as unknown as DatastoreModule),
     );
@@ -179,23 +173,7 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
       ) ?? "IdempotencyRecord";
     this.ttlMs = setup.ttlMs;
     const io = new DatastoreIo(this.kind, this.namespace, driver);
-    this.records = new GoogleRecords(io, setup.client, setup.ttlMs, setup.retry);
-  }
-
-  claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
-    return this.records.claim(key, leaseMs);
-  }
-
-  complete(claim: Claim): Promise<boolean> {
-    return this.records.complete(claim);
-  }
-
-  release(claim: Claim): Promise<void> {
-    return this.records.release(claim);
-  }
-
-  renew(claim: Claim, leaseMs: number): Promise<boolean> {
-    return this.records.renew(claim, leaseMs);
+    attachRecords(this, io, setup);
   }
 
   /**
@@ -223,41 +201,10 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
    * });
    * ```
    */
-  completeInTransaction<T>(
+  override completeInTransaction<T>(
     claim: Claim,
     body: (tx: DatastoreTransactionOf<D>) => Promise<T>,
   ): Promise<TransactionCompletion<T>> {
-    return this.records.completeInTransaction(
-      claim,
-      body as (tx: DatastoreTransactionLike) => Promise<T>,
-    );
-  }
-
-  /**
-   * Delete records past `expiresAt`, for stores without a TTL policy. Each batch is re-read
-   * in a transaction, so a record reclaimed since the query is left alone.
-   */
-  purgeExpired(options?: PurgeOptions): Promise<number> {
-    return this.records.purgeExpired(options);
-  }
-
-  /**
-   * Closes the client if the lock created it (its gRPC channels); a given one stays open.
-   * A later call creates a new client.
-   */
-  close(): Promise<void> {
-    return this.records.close();
-  }
-
-  // Operator calls (the CLI's inspect and release), in this process's clock.
-
-  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
-  inspect(key: string): Promise<InspectedRecord | undefined> {
-    return this.records.inspect(key);
-  }
-
-  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
-  forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
-    return this.records.forceRelease(key, fencingId);
+    return super.completeInTransaction(claim, body);
   }
 }

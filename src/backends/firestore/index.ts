@@ -10,16 +10,9 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/transaction.js";
-import type {
-  Claim,
-  ClaimOutcome,
-  ForceReleaseOutcome,
-  InspectedRecord,
-  LockBackend,
-  PurgeOptions,
-} from "../../core/types.js";
+import type { Claim } from "../../core/types.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { GoogleRecords } from "../shared/google-records.js";
+import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";
 import type { RetryOptions } from "../shared/retry-options.js";
 import type { FirestoreLike, FirestoreModule, FirestoreTransactionLike } from "./client.js";
@@ -127,19 +120,20 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
  * ```
  */
 export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
+  extends GoogleStoreLock<FirestoreTransactionOf<F>>
   implements TransactionalLockBackend<FirestoreTransactionOf<F>>
 {
   /** Collection of the records. */
   readonly collection: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly records: GoogleRecords<FirestoreLike, FirestoreTransactionLike>;
 
   /**
    * Checks every option before any I/O (see {@link FirestoreLockOptions}): a value of the
    * wrong type or out of range throws `InvalidConfiguration` naming the option.
    */
   constructor(options: FirestoreLockOptions<F> = {}) {
+    super();
     const driver = loadOnce(() =>
       import("@google-cloud/firestore").then((module) => module as unknown as FirestoreModule),
     );
@@ -164,23 +158,7 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
       ) ?? "idempotency-records";
     this.ttlMs = setup.ttlMs;
     const io = new FirestoreIo(this.collection);
-    this.records = new GoogleRecords(io, setup.client, setup.ttlMs, setup.retry);
-  }
-
-  claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
-    return this.records.claim(key, leaseMs);
-  }
-
-  complete(claim: Claim): Promise<boolean> {
-    return this.records.complete(claim);
-  }
-
-  release(claim: Claim): Promise<void> {
-    return this.records.release(claim);
-  }
-
-  renew(claim: Claim, leaseMs: number): Promise<boolean> {
-    return this.records.renew(claim, leaseMs);
+    attachRecords(this, io, setup);
   }
 
   /**
@@ -213,38 +191,10 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
    * });
    * ```
    */
-  completeInTransaction<T>(
+  override completeInTransaction<T>(
     claim: Claim,
     body: (tx: FirestoreTransactionOf<F>) => Promise<T>,
   ): Promise<TransactionCompletion<T>> {
-    return this.records.completeInTransaction(
-      claim,
-      body as (tx: FirestoreTransactionLike) => Promise<T>,
-    );
-  }
-
-  /**
-   * Delete documents past `expiresAt`, for databases without a TTL policy. Each delete has a
-   * last-update-time precondition, so a record reclaimed since the query is left alone.
-   */
-  purgeExpired(options?: PurgeOptions): Promise<number> {
-    return this.records.purgeExpired(options);
-  }
-
-  /** Terminates the Firestore instance if the lock created it; a given one stays open. */
-  close(): Promise<void> {
-    return this.records.close();
-  }
-
-  // Operator calls (the CLI's inspect and release), in this process's clock.
-
-  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
-  inspect(key: string): Promise<InspectedRecord | undefined> {
-    return this.records.inspect(key);
-  }
-
-  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
-  forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
-    return this.records.forceRelease(key, fencingId);
+    return super.completeInTransaction(claim, body);
   }
 }

@@ -11,16 +11,9 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/transaction.js";
-import type {
-  Claim,
-  ClaimOutcome,
-  ForceReleaseOutcome,
-  InspectedRecord,
-  LockBackend,
-  PurgeOptions,
-} from "../../core/types.js";
+import type { Claim } from "../../core/types.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { GoogleRecords } from "../shared/google-records.js";
+import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";
 import type { RetryOptions } from "../shared/retry-options.js";
 import { callStore } from "../shared/store-call.js";
@@ -94,7 +87,7 @@ const INSTANCE_PATTERN = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$/;
  *
  * Records are deleted only after `expires_at`: the shipped DDL ({@link SpannerLock.schemaDdl})
  * carries a row deletion policy on that column, so Spanner reaps them in the background;
- * `purgeExpired()` deletes them at once.
+ * `purgeExpired()` deletes them at once, in batches of 500 (each one read-write transaction).
  *
  * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
  * transient ones (ABORTED contention among them) have been retried (see {@link RetryOptions}).
@@ -116,13 +109,13 @@ const INSTANCE_PATTERN = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$/;
  * ```
  */
 export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionLike>
+  extends GoogleStoreLock<Tx>
   implements TransactionalLockBackend<Tx>
 {
   /** Table of the records. */
   readonly table: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
-  private readonly records: GoogleRecords<SpannerDatabaseLike, SpannerTransactionLike>;
   private readonly database: () => Promise<SpannerDatabaseLike>;
 
   /**
@@ -130,6 +123,7 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
    * type or out of range throws `InvalidConfiguration` naming the option.
    */
   constructor(options: SpannerLockOptions<Tx> = {}) {
+    super();
     const driver = loadOnce(() =>
       import("@google-cloud/spanner").then((module) => module as unknown as SpannerModule),
     );
@@ -175,7 +169,7 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
     this.ttlMs = setup.ttlMs;
     this.database = () => setup.client.get();
     const io = new SpannerIo(this.table, (database) => opened.get(database)?.close());
-    this.records = new GoogleRecords(io, setup.client, setup.ttlMs, setup.retry);
+    attachRecords(this, io, setup);
   }
 
   /** The DDL of the records table (`schema.sql`, shipped): for your own migrations. */
@@ -197,22 +191,6 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
       const [operation] = await database.updateSchema([this.schemaDdl]);
       await operation.promise();
     });
-  }
-
-  claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
-    return this.records.claim(key, leaseMs);
-  }
-
-  complete(claim: Claim): Promise<boolean> {
-    return this.records.complete(claim);
-  }
-
-  release(claim: Claim): Promise<void> {
-    return this.records.release(claim);
-  }
-
-  renew(claim: Claim, leaseMs: number): Promise<boolean> {
-    return this.records.renew(claim, leaseMs);
   }
 
   /**
@@ -241,38 +219,10 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
    * });
    * ```
    */
-  completeInTransaction<T>(
+  override completeInTransaction<T>(
     claim: Claim,
     body: (tx: Tx) => Promise<T>,
   ): Promise<TransactionCompletion<T>> {
-    return this.records.completeInTransaction(
-      claim,
-      body as (tx: SpannerTransactionLike) => Promise<T>,
-    );
-  }
-
-  /**
-   * Delete records past `expires_at` at once, in batches of 500 (each one read-write
-   * transaction), for what the row deletion policy has not reaped yet.
-   */
-  purgeExpired(options?: PurgeOptions): Promise<number> {
-    return this.records.purgeExpired(options);
-  }
-
-  /** Closes the database (and its client) if the lock opened it; a given one stays open. */
-  close(): Promise<void> {
-    return this.records.close();
-  }
-
-  // Operator calls (the CLI's inspect and release), in Spanner's clock.
-
-  /** The record of `key` as stored, and Spanner's time; see {@link LockBackend.inspect}. */
-  inspect(key: string): Promise<InspectedRecord | undefined> {
-    return this.records.inspect(key);
-  }
-
-  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
-  forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
-    return this.records.forceRelease(key, fencingId);
+    return super.completeInTransaction(claim, body);
   }
 }

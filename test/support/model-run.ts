@@ -209,8 +209,13 @@ function corners(slot: Slot, window: Span): (LockRecord | undefined)[] {
  * each side of the record's lease end and expiry when inside it. Guards compare
  * `now < bound`, so an answer changes only between `bound - 1` and `bound`.
  */
-function criticalTimes(window: Span, record: LockRecord | undefined): number[] {
+function criticalTimes(
+  window: Span,
+  record: LockRecord | undefined,
+  moments: readonly number[] = [],
+): number[] {
   const times = new Set([window.lo, window.hi]);
+  for (const t of moments) if (within(t, window)) times.add(t);
   if (record !== undefined) {
     for (const bound of [record.leaseExpiresAt, record.expiresAt]) {
       for (const t of [bound - 1, bound]) if (within(t, window)) times.add(t);
@@ -284,6 +289,8 @@ function explore<A>(
   shapeOf: (answer: A) => Shape,
   deletes: boolean,
   variants: (answer: A) => { tag: string; answer: A }[] = (answer) => [{ tag: "", answer }],
+  /** Moments worth judging the call at besides the window's ends and the record's bounds. */
+  moments: readonly number[] = [],
 ): Explored {
   const groups = new Map<string, Possibility & { written?: LockRecord[] }>();
   const estimate = new Set<string>();
@@ -294,7 +301,7 @@ function explore<A>(
     }
     for (const source of sources) {
       for (const record of corners(source.slot, window)) {
-        for (const now of criticalTimes(window, record)) {
+        for (const now of criticalTimes(window, record, moments)) {
           const transition = decide(record, now);
           for (const { tag, answer } of variants(transition.answer)) {
             const { shape, time } = shapeOf(answer);
@@ -537,6 +544,9 @@ class Sequence {
         command.op === "claim"
           ? this.claimVariants(a as ClaimOutcome, window)
           : [{ tag: "", answer: a }],
+      // A store that answers a lapsed win `held` may have judged the claim at any moment up to
+      // the last one whose lease had ended by the answer: that moment bounds the held lease end.
+      command.op === "claim" && this.target.lapsedWinAnswersHeld ? [window.hi - leaseMs] : [],
     );
     const actual = shapeOf(answer);
 

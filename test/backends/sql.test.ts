@@ -239,6 +239,18 @@ describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
   });
 });
 
+/** Which of the MySQL claim's statements `sql` is, told by a phrase only it contains. */
+function statementName(sql: string): string {
+  const phrases: Array<[string, string]> = [
+    ["peek", "AS now_us"],
+    ["insert", "INSERT IGNORE"],
+    ["reclaim", "lease_expires_at = ?,"],
+    ["upsert", "ON DUPLICATE KEY UPDATE"],
+    ["select", "SELECT state, fencing_id, lease_expires_at, token FROM"],
+  ];
+  return phrases.find(([, phrase]) => sql.includes(phrase))?.[0] ?? "other";
+}
+
 describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
   it("counts statements per verb", async () => {
     let sent = 0;
@@ -258,44 +270,84 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
     };
     const counts = await perVerb(b, count);
     console.info(`[sql tests] mysql statements per verb: ${JSON.stringify(counts)}`);
-    expect(counts.claim).toBe(2);
-    expect(counts.held).toBe(2);
-    expect(counts.complete).toBe(1);
-    expect(counts.release).toBe(1);
+    // A live record is answered by the read alone; a claim is that read plus one write.
+    expect(counts).toEqual({ held: 1, renew: 1, release: 1, claim: 2, complete: 1, duplicate: 1 });
+  });
+
+  it("a record that appears or moves on between the read and the write: the upsert decides", async () => {
+    const table = freshTable();
+    const rival = new SqlLock({ client: myPool!, table });
+    await rival.ensureSchema();
+    // After each peek, the rival claims the same key first, as a racing process would.
+    const sent: string[] = [];
+    const racing = {
+      execute: async (sql: string, values: Array<string | number | Buffer>) => {
+        const name = statementName(sql);
+        sent.push(name);
+        const result = await myPool!.execute(sql, values);
+        if (name === "peek") rivalWon = won(await rival.claim(String(values[0]), 60_000));
+        return result;
+      },
+      query: (sql: string) => myPool!.query(sql),
+    };
+    let rivalWon: Claim | undefined;
+    const b = new SqlLock({ client: racing as never, table });
+    // Absent at the read, then the rival inserts: our insert changes nothing.
+    expect(await b.claim("raced", 60_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: rivalWon!.leaseExpiresAt,
+    });
+    expect(sent).toEqual(["peek", "insert", "upsert", "select"]);
+    // Lapsed at the read, then the rival reclaims it: our fenced reclaim changes nothing.
+    const lapsed = won(await rival.claim("lapsed", 30));
+    await sleep(60);
+    sent.length = 0;
+    expect(await b.claim("lapsed", 60_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: rivalWon!.leaseExpiresAt,
+    });
+    expect(rivalWon!.fencingId).toBe(lapsed.fencingId + 1);
+    expect(sent).toEqual(["peek", "reclaim", "upsert", "select"]);
   });
 
   it("a connection killed mid-claim rejects with BackendError; the next claim is sane", async () => {
     const { admin, database } = mariadb!;
     const b = new SqlLock({ client: myPool!, table: freshTable() });
     await b.ensureSchema();
-    const first = won(await b.claim("victim", 60_000));
+    // A lapsed lease: the next claim must write (a live record is answered by a plain read).
+    const first = won(await b.claim("victim", 50));
+    await sleep(80);
+    // Hold the row so the next claim blocks inside its write, then kill that connection.
     const blocker = await myPool!.getConnection();
-    await blocker.query("BEGIN");
-    await blocker.query(`SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`);
-    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
-    let killed = 0;
-    for (let i = 0; i < 100 && killed === 0; i++) {
-      await sleep(20);
-      const [rows] = await admin.query(
-        `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%ON DUPLICATE KEY%'`,
-        [database],
-      );
-      for (const row of rows as Array<{ ID: number }>) {
-        await admin.query(`KILL ${Number(row.ID)}`);
-        killed++;
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query(`SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`);
+      const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+      let killed = 0;
+      for (let i = 0; i < 600 && killed === 0; i++) {
+        await sleep(50);
+        const [rows] = await admin.query(
+          `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%lease_expires_at = _,%'`,
+          [database],
+        );
+        for (const row of rows as Array<{ ID: number }>) {
+          await admin.query(`KILL ${Number(row.ID)}`);
+          killed++;
+        }
       }
+      expect(killed).toBe(1);
+      const error = await pending;
+      expect(error).toBeInstanceOf(BackendError);
+      expect(error).toMatchObject({ backend: "mysql", verb: "claim", key: "victim" });
+    } finally {
+      await blocker.query("ROLLBACK").catch(() => {});
+      blocker.release();
     }
-    expect(killed).toBe(1);
-    const error = await pending;
-    expect(error).toBeInstanceOf(BackendError);
-    expect(error).toMatchObject({ backend: "mysql", verb: "claim", key: "victim" });
-    await blocker.query("ROLLBACK");
-    blocker.release();
-    expect(await b.claim("victim", 60_000)).toEqual({
-      status: "held",
-      leaseExpiresAt: first.leaseExpiresAt,
-    });
-    expect(await b.complete(first)).toBe(true);
+    // Nothing half-written: the killed claim left no trace, so the next one reclaims at +1.
+    const next = won(await b.claim("victim", 60_000));
+    expect(next.fencingId).toBe(first.fencingId + 1);
+    expect(await b.complete(first)).toBe(false);
+    expect(await b.complete(next)).toBe(true);
     expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
   });
 });

@@ -296,12 +296,19 @@ export class SqlLock<C extends SqlClient = SqlClient>
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    // A deadlock, serialization failure or busy database is retried with a jittered backoff.
-    return callStore(this.dialect, "claim", key, () =>
-      withRetry(CLAIM_RETRY, this.isTransient, () =>
-        this.statement(() => this.claimOnce(key, leaseMs)),
-      ),
-    );
+    // The first attempt runs bare: a duplicate or a held key costs the statement and no
+    // wrapper beyond this one try.
+    try {
+      return await this.statement(() => this.claimOnce(key, leaseMs));
+    } catch (firstError) {
+      // A deadlock, serialization failure or busy database is retried with a jittered
+      // backoff: the first attempt's error stands in for attempt 1.
+      return callStore(this.dialect, "claim", key, () =>
+        withRetry(CLAIM_RETRY, this.isTransient, (n) =>
+          n === 1 ? Promise.reject(firstError) : this.statement(() => this.claimOnce(key, leaseMs)),
+        ),
+      );
+    }
   }
 
   async complete(claim: Claim): Promise<boolean> {

@@ -35,6 +35,45 @@ async function perVerb(b: SqlLock, measure: (run: () => Promise<unknown>) => Pro
   };
 }
 
+/**
+ * A claim of a lapsed record (so it must write) blocked behind `lockRow` on `blocker`, its
+ * connection killed by `killBlocked` (which answers how many it killed, polled up to 30 s on
+ * a loaded machine): it rejects with a BackendError naming the claim, and nothing is
+ * half-written, so the next claim reclaims at fence + 1 and fences the first out.
+ */
+async function claimKilledMidWrite(
+  b: SqlLock,
+  blocker: { query(sql: string): Promise<unknown>; release(): void },
+  lockRow: string,
+  killBlocked: () => Promise<number>,
+) {
+  const first = won(await b.claim("victim", 50));
+  await sleep(80);
+  try {
+    await blocker.query("BEGIN");
+    await blocker.query(lockRow);
+    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+    let killed = 0;
+    for (let i = 0; i < 600 && killed === 0; i++) {
+      await sleep(50);
+      killed = await killBlocked();
+    }
+    expect(killed).toBe(1);
+    const error = await pending;
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: b.dialect, verb: "claim", key: "victim" });
+  } finally {
+    // Even when the test fails: an open transaction would hold the afterAll's DROP.
+    await blocker.query("ROLLBACK").catch(() => {});
+    blocker.release();
+  }
+  const next = won(await b.claim("victim", 60_000));
+  expect(next.fencingId).toBe(first.fencingId + 1);
+  expect(await b.complete(first)).toBe(false);
+  expect(await b.complete(next)).toBe(true);
+  expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+}
+
 for (const target of targets) {
   describe(`SqlLock ${target.dialect}`, () => {
     it("64 concurrent lock() calls on one key over 10 connections admit exactly one body", async () => {
@@ -202,40 +241,19 @@ describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
   it("a connection terminated mid-claim rejects with BackendError; the next claim is sane", async () => {
     const b = new SqlLock({ client: pgPool!, table: freshTable() });
     await b.ensureSchema();
-    // A lapsed lease: the next claim must write (a live record is answered without a lock).
-    const first = won(await b.claim("victim", 50));
-    await sleep(80);
-    // Hold the row so the next claim blocks inside its statement, then kill that backend.
     const blocker = await pgPool!.connect();
-    try {
-      await blocker.query("BEGIN");
-      await blocker.query(`SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`);
-      const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
-      // On a loaded machine the claim can take seconds to reach the row lock: poll up to 30 s.
-      let killed = 0;
-      for (let i = 0; i < 600 && killed === 0; i++) {
-        await sleep(50);
+    await claimKilledMidWrite(
+      b,
+      blocker,
+      `SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`,
+      async () => {
         const r = await blocker.query(
           `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-           WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
         );
-        killed = r.rowCount ?? 0;
-      }
-      expect(killed).toBe(1);
-      const error = await pending;
-      expect(error).toBeInstanceOf(BackendError);
-      expect(error).toMatchObject({ backend: "postgres", verb: "claim", key: "victim" });
-    } finally {
-      // Even when the test fails: an open transaction would hold the afterAll's DROP.
-      await blocker.query("ROLLBACK").catch(() => {});
-      blocker.release();
-    }
-    // Nothing half-written: the killed claim left no trace, so the next one reclaims at +1.
-    const next = won(await b.claim("victim", 60_000));
-    expect(next.fencingId).toBe(first.fencingId + 1);
-    expect(await b.complete(first)).toBe(false);
-    expect(await b.complete(next)).toBe(true);
-    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+        return r.rowCount ?? 0;
+      },
+    );
   });
 });
 
@@ -314,41 +332,21 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
     const { admin, database } = mariadb!;
     const b = new SqlLock({ client: myPool!, table: freshTable() });
     await b.ensureSchema();
-    // A lapsed lease: the next claim must write (a live record is answered by a plain read).
-    const first = won(await b.claim("victim", 50));
-    await sleep(80);
-    // Hold the row so the next claim blocks inside its write, then kill that connection.
     const blocker = await myPool!.getConnection();
-    try {
-      await blocker.query("BEGIN");
-      await blocker.query(`SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`);
-      const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
-      let killed = 0;
-      for (let i = 0; i < 600 && killed === 0; i++) {
-        await sleep(50);
+    await claimKilledMidWrite(
+      b,
+      blocker,
+      `SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`,
+      async () => {
         const [rows] = await admin.query(
           `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%lease_expires_at = _,%'`,
           [database],
         );
-        for (const row of rows as Array<{ ID: number }>) {
+        for (const row of rows as Array<{ ID: number }>)
           await admin.query(`KILL ${Number(row.ID)}`);
-          killed++;
-        }
-      }
-      expect(killed).toBe(1);
-      const error = await pending;
-      expect(error).toBeInstanceOf(BackendError);
-      expect(error).toMatchObject({ backend: "mysql", verb: "claim", key: "victim" });
-    } finally {
-      await blocker.query("ROLLBACK").catch(() => {});
-      blocker.release();
-    }
-    // Nothing half-written: the killed claim left no trace, so the next one reclaims at +1.
-    const next = won(await b.claim("victim", 60_000));
-    expect(next.fencingId).toBe(first.fencingId + 1);
-    expect(await b.complete(first)).toBe(false);
-    expect(await b.complete(next)).toBe(true);
-    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+        return (rows as unknown[]).length;
+      },
+    );
   });
 });
 

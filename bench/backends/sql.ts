@@ -37,8 +37,11 @@ const SCHEMA_COLUMNS = `"key", state, fencing_id, lease_expires_at, expires_at, 
 interface FloorStatements {
   /** INSERT of a claimed row unless the key exists; resolves to the rows inserted. */
   insert(key: string): Promise<number>;
-  /** A SELECT of the row by key, where SqlLock reads the outcome back separately (MySQL). */
-  select?(key: string): Promise<unknown>;
+  /**
+   * A SELECT of the row by key, where SqlLock reads before it writes (MySQL): a row found
+   * answers the claim with no write; resolves to whether one was.
+   */
+  select?(key: string): Promise<boolean>;
   /** An UPDATE of the row by key (complete / release). */
   update(key: string): Promise<unknown>;
   /** An upsert that bumps the fence: the reclaim of a mutex cycle. */
@@ -46,11 +49,7 @@ interface FloorStatements {
 }
 
 function sqlFloor(name: string, settings: Settings, s: FloorStatements): Contender {
-  const claim = async (key: string) => {
-    const inserted = await s.insert(key);
-    await s.select?.(key);
-    return inserted;
-  };
+  const claim = async (key: string) => ((await s.select?.(key)) ? 0 : s.insert(key));
   return {
     name,
     role: "floor",
@@ -64,8 +63,8 @@ function sqlFloor(name: string, settings: Settings, s: FloorStatements): Contend
       contention: async () => check((await claim(KEYS.held)) === 0, "held exists"),
       mutex: async (_i, w) => {
         const key = KEYS.mutex(name, w);
-        await s.bump(key);
         await s.select?.(key);
+        await s.bump(key);
         await s.update(key);
       },
     },
@@ -267,7 +266,7 @@ function myContenders(pool: mysql.Pool, settings: Settings): Contender[] {
   const fresh = (key: string) => [key, ...claimedRow(Date.now())];
   const floor: FloorStatements = {
     insert: async (key) => affected((await pool.execute(MY_SQL.insert, fresh(key)))[0]),
-    select: (key) => pool.execute(MY_SQL.select, [key]),
+    select: async (key) => ((await pool.execute(MY_SQL.select, [key]))[0] as unknown[]).length > 0,
     update: (key) => pool.execute(MY_SQL.update, [Date.now() + TTL_MS, key]),
     bump: (key) => pool.execute(MY_SQL.bump, fresh(key)),
   };
@@ -342,7 +341,7 @@ export const mariadbBench: BackendBench = {
       return {
         versions: `MariaDB ${serverVersion}; mysql2 ${version("mysql2")}; a mysql2/promise pool with connectionLimit = in flight`,
         floorNote:
-          "as many statements as SqlLock sends: INSERT IGNORE + SELECT per claim (SqlLock's upsert + read-back), + one UPDATE for a first delivery; a mutex cycle is an upsert + SELECT + UPDATE",
+          "as many statements as SqlLock sends: a SELECT per claim, + INSERT IGNORE when no row was found (SqlLock's read, then its write), + one UPDATE for a first delivery; a mutex cycle is a SELECT + an upsert + an UPDATE",
         async open(concurrency) {
           const pool = poolOf(concurrency);
           return { contenders: myContenders(pool, settings), close: () => pool.end() };

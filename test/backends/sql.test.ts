@@ -35,6 +35,45 @@ async function perVerb(b: SqlLock, measure: (run: () => Promise<unknown>) => Pro
   };
 }
 
+/**
+ * A claim of a lapsed record (so it must write) blocked behind `lockRow` on `blocker`, its
+ * connection killed by `killBlocked` (which answers how many it killed, polled up to 30 s on
+ * a loaded machine): it rejects with a BackendError naming the claim, and nothing is
+ * half-written, so the next claim reclaims at fence + 1 and fences the first out.
+ */
+async function claimKilledMidWrite(
+  b: SqlLock,
+  blocker: { query(sql: string): Promise<unknown>; release(): void },
+  lockRow: string,
+  killBlocked: () => Promise<number>,
+) {
+  const first = won(await b.claim("victim", 50));
+  await sleep(80);
+  try {
+    await blocker.query("BEGIN");
+    await blocker.query(lockRow);
+    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
+    let killed = 0;
+    for (let i = 0; i < 600 && killed === 0; i++) {
+      await sleep(50);
+      killed = await killBlocked();
+    }
+    expect(killed).toBe(1);
+    const error = await pending;
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ backend: b.dialect, verb: "claim", key: "victim" });
+  } finally {
+    // Even when the test fails: an open transaction would hold the afterAll's DROP.
+    await blocker.query("ROLLBACK").catch(() => {});
+    blocker.release();
+  }
+  const next = won(await b.claim("victim", 60_000));
+  expect(next.fencingId).toBe(first.fencingId + 1);
+  expect(await b.complete(first)).toBe(false);
+  expect(await b.complete(next)).toBe(true);
+  expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+}
+
 for (const target of targets) {
   describe(`SqlLock ${target.dialect}`, () => {
     it("64 concurrent lock() calls on one key over 10 connections admit exactly one body", async () => {
@@ -202,42 +241,33 @@ describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
   it("a connection terminated mid-claim rejects with BackendError; the next claim is sane", async () => {
     const b = new SqlLock({ client: pgPool!, table: freshTable() });
     await b.ensureSchema();
-    // A lapsed lease: the next claim must write (a live record is answered without a lock).
-    const first = won(await b.claim("victim", 50));
-    await sleep(80);
-    // Hold the row so the next claim blocks inside its statement, then kill that backend.
     const blocker = await pgPool!.connect();
-    try {
-      await blocker.query("BEGIN");
-      await blocker.query(`SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`);
-      const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
-      // On a loaded machine the claim can take seconds to reach the row lock: poll up to 30 s.
-      let killed = 0;
-      for (let i = 0; i < 600 && killed === 0; i++) {
-        await sleep(50);
+    await claimKilledMidWrite(
+      b,
+      blocker,
+      `SELECT 1 FROM "${b.table}" WHERE key = 'victim' FOR UPDATE`,
+      async () => {
         const r = await blocker.query(
           `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-           WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
         );
-        killed = r.rowCount ?? 0;
-      }
-      expect(killed).toBe(1);
-      const error = await pending;
-      expect(error).toBeInstanceOf(BackendError);
-      expect(error).toMatchObject({ backend: "postgres", verb: "claim", key: "victim" });
-    } finally {
-      // Even when the test fails: an open transaction would hold the afterAll's DROP.
-      await blocker.query("ROLLBACK").catch(() => {});
-      blocker.release();
-    }
-    // Nothing half-written: the killed claim left no trace, so the next one reclaims at +1.
-    const next = won(await b.claim("victim", 60_000));
-    expect(next.fencingId).toBe(first.fencingId + 1);
-    expect(await b.complete(first)).toBe(false);
-    expect(await b.complete(next)).toBe(true);
-    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+        return r.rowCount ?? 0;
+      },
+    );
   });
 });
+
+/** Which of the MySQL claim's statements `sql` is, told by a phrase only it contains. */
+function statementName(sql: string): string {
+  const phrases: Array<[string, string]> = [
+    ["peek", "AS now_us"],
+    ["insert", "INSERT IGNORE"],
+    ["reclaim", "lease_expires_at = ?,"],
+    ["upsert", "ON DUPLICATE KEY UPDATE"],
+    ["select", "SELECT state, fencing_id, lease_expires_at, token FROM"],
+  ];
+  return phrases.find(([, phrase]) => sql.includes(phrase))?.[0] ?? "other";
+}
 
 describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
   it("counts statements per verb", async () => {
@@ -258,45 +288,65 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
     };
     const counts = await perVerb(b, count);
     console.info(`[sql tests] mysql statements per verb: ${JSON.stringify(counts)}`);
-    expect(counts.claim).toBe(2);
-    expect(counts.held).toBe(2);
-    expect(counts.complete).toBe(1);
-    expect(counts.release).toBe(1);
+    // A live record is answered by the read alone; a claim is that read plus one write.
+    expect(counts).toEqual({ held: 1, renew: 1, release: 1, claim: 2, complete: 1, duplicate: 1 });
+  });
+
+  it("a record that appears or moves on between the read and the write: the upsert decides", async () => {
+    const table = freshTable();
+    const rival = new SqlLock({ client: myPool!, table });
+    await rival.ensureSchema();
+    // After each peek, the rival claims the same key first, as a racing process would.
+    const sent: string[] = [];
+    const racing = {
+      execute: async (sql: string, values: Array<string | number | Buffer>) => {
+        const name = statementName(sql);
+        sent.push(name);
+        const result = await myPool!.execute(sql, values);
+        if (name === "peek") rivalWon = won(await rival.claim(String(values[0]), 60_000));
+        return result;
+      },
+      query: (sql: string) => myPool!.query(sql),
+    };
+    let rivalWon: Claim | undefined;
+    const b = new SqlLock({ client: racing as never, table });
+    // Absent at the read, then the rival inserts: our insert changes nothing.
+    expect(await b.claim("raced", 60_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: rivalWon!.leaseExpiresAt,
+    });
+    expect(sent).toEqual(["peek", "insert", "upsert", "select"]);
+    // Lapsed at the read, then the rival reclaims it: our fenced reclaim changes nothing.
+    const lapsed = won(await rival.claim("lapsed", 30));
+    await sleep(60);
+    sent.length = 0;
+    expect(await b.claim("lapsed", 60_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: rivalWon!.leaseExpiresAt,
+    });
+    expect(rivalWon!.fencingId).toBe(lapsed.fencingId + 1);
+    expect(sent).toEqual(["peek", "reclaim", "upsert", "select"]);
   });
 
   it("a connection killed mid-claim rejects with BackendError; the next claim is sane", async () => {
     const { admin, database } = mariadb!;
     const b = new SqlLock({ client: myPool!, table: freshTable() });
     await b.ensureSchema();
-    const first = won(await b.claim("victim", 60_000));
     const blocker = await myPool!.getConnection();
-    await blocker.query("BEGIN");
-    await blocker.query(`SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`);
-    const pending = b.claim("victim", 60_000).catch((e: unknown) => e);
-    let killed = 0;
-    for (let i = 0; i < 100 && killed === 0; i++) {
-      await sleep(20);
-      const [rows] = await admin.query(
-        `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%ON DUPLICATE KEY%'`,
-        [database],
-      );
-      for (const row of rows as Array<{ ID: number }>) {
-        await admin.query(`KILL ${Number(row.ID)}`);
-        killed++;
-      }
-    }
-    expect(killed).toBe(1);
-    const error = await pending;
-    expect(error).toBeInstanceOf(BackendError);
-    expect(error).toMatchObject({ backend: "mysql", verb: "claim", key: "victim" });
-    await blocker.query("ROLLBACK");
-    blocker.release();
-    expect(await b.claim("victim", 60_000)).toEqual({
-      status: "held",
-      leaseExpiresAt: first.leaseExpiresAt,
-    });
-    expect(await b.complete(first)).toBe(true);
-    expect(await b.claim("victim", 60_000)).toEqual({ status: "done" });
+    await claimKilledMidWrite(
+      b,
+      blocker,
+      `SELECT 1 FROM \`${b.table}\` WHERE \`key\` = 'victim' FOR UPDATE`,
+      async () => {
+        const [rows] = await admin.query(
+          `SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%lease_expires_at = _,%'`,
+          [database],
+        );
+        for (const row of rows as Array<{ ID: number }>)
+          await admin.query(`KILL ${Number(row.ID)}`);
+        return (rows as unknown[]).length;
+      },
+    );
   });
 });
 

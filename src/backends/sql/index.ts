@@ -188,6 +188,8 @@ const CLAIM_RETRY: RetryPolicy = {
   maxDelayMs: 80,
   maxElapsedMs: Number.POSITIVE_INFINITY,
 };
+/** Whole lines of `--` comments, stripped from every statement but the DDL. */
+const COMMENT_LINES = /^[ \t]*--.*(\r?\n|$)/gm;
 // Short enough that the derived index name stays within PostgreSQL's 63-byte identifiers.
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
@@ -201,9 +203,10 @@ const DETECTION_ORDER: readonly Dialect[] = [sqlite, mysql, postgres];
  * (better-sqlite3). Time is the database server's clock, read inside each statement.
  * Constructing does no I/O; call `ensureSchema()` once, or apply the shipped `schema.sql`.
  *
- * Round trips: PostgreSQL one named prepared statement per verb; MySQL two autocommit
- * statements per claim (upsert, then read), one for the other verbs; SQLite a read that
- * answers a live record, else one upsert, and one statement for the other verbs.
+ * Round trips: PostgreSQL one named prepared statement per verb; MySQL a read that answers a
+ * live record, else one insert or fenced update (an upsert and a read more after a lost
+ * race), and one statement for the other verbs; SQLite a read that answers a live record,
+ * else one upsert, and one statement for the other verbs.
  *
  * Failures reject with a {@link BackendError} naming the dialect, the verb and the key; a
  * deadlock or serialization failure on claim is retried a few times first.
@@ -259,7 +262,10 @@ export class SqlLock<C extends SqlClient = SqlClient>
     const { quoted, index } = parseTable(dialect, table);
     this.table = table as string;
     const sql: Record<string, string> = {};
-    for (const [name, text] of Object.entries(dialect.templates)) {
+    for (const [name, template] of Object.entries(dialect.templates)) {
+      // The header comments document the file; a driver that keys its statement cache on the
+      // text (mysql2) would hash them on every call. The DDL keeps them: users apply it.
+      const text = name === "schema" ? template : template.replace(COMMENT_LINES, "");
       sql[name] = text
         .replaceAll("{{table}}", quoted)
         .replaceAll("{{index}}", index)
@@ -290,12 +296,19 @@ export class SqlLock<C extends SqlClient = SqlClient>
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    // A deadlock, serialization failure or busy database is retried with a jittered backoff.
-    return callStore(this.dialect, "claim", key, () =>
-      withRetry(CLAIM_RETRY, this.isTransient, () =>
-        this.statement(() => this.claimOnce(key, leaseMs)),
-      ),
-    );
+    // The first attempt runs bare: a duplicate or a held key costs the statement and no
+    // wrapper beyond this one try.
+    try {
+      return await this.statement(() => this.claimOnce(key, leaseMs));
+    } catch (firstError) {
+      // A deadlock, serialization failure or busy database is retried with a jittered
+      // backoff: the first attempt's error stands in for attempt 1.
+      return callStore(this.dialect, "claim", key, () =>
+        withRetry(CLAIM_RETRY, this.isTransient, (n) =>
+          n === 1 ? Promise.reject(firstError) : this.statement(() => this.claimOnce(key, leaseMs)),
+        ),
+      );
+    }
   }
 
   async complete(claim: Claim): Promise<boolean> {

@@ -1,5 +1,6 @@
 -- Claim a key: insert, or reclaim a lapsed record, in one statement (select.sql then
--- reads the outcome).
+-- reads the outcome). Runs only when insert.sql or reclaim.sql changed no row (a record
+-- appeared or moved on between peek.sql and that write): this upsert decides such a race.
 -- ? key (bytes), ? lease ms, ? lease ms, ? ttl ms, ? this claim's random token, ? lease ms.
 -- Returns affectedRows only; select.sql reads the outcome.
 -- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):

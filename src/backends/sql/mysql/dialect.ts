@@ -1,7 +1,9 @@
 /**
- * The MySQL/MariaDB dialect (mysql2/promise): autocommit prepared statements; a claim is an
- * upsert then a read, complete and renew read back only when nothing changed. A transaction
- * runs on a connection checked out of the Pool (or on the one Connection).
+ * The MySQL/MariaDB dialect (mysql2/promise): autocommit prepared statements; a claim reads
+ * first (a live record answers it), then writes the values it chose (insert or fenced
+ * reclaim); only a write that lost a race falls back to an upsert and a read. Complete and
+ * renew read back only when nothing changed. A transaction runs on a connection checked out
+ * of the Pool (or on the one Connection).
  */
 import {
   beginOn,
@@ -15,8 +17,11 @@ import type { SqlClient } from "../index.js";
 import check from "./check.sql";
 import claim from "./claim.sql";
 import complete from "./complete.sql";
+import insert from "./insert.sql";
 import inspect from "./inspect.sql";
+import peek from "./peek.sql";
 import purge from "./purge.sql";
+import reclaim from "./reclaim.sql";
 import release from "./release.sql";
 import renew from "./renew.sql";
 import schema from "./schema.sql";
@@ -80,6 +85,16 @@ export interface MysqlPoolLike extends MysqlQueryable {
 
 type Value = string | number | Buffer;
 
+/** What peek.sql returns: the server's time, and the record's columns (null when absent). */
+interface PeekRow {
+  now: unknown;
+  now_us: unknown;
+  state: unknown;
+  fencing_id: unknown;
+  lease_expires_at: unknown;
+  expires_at: unknown;
+}
+
 /** Keys go in as bytes: the VARBINARY column compares them byte for byte. */
 const bytes = (key: string): Buffer => Buffer.from(key, "utf8");
 
@@ -90,7 +105,20 @@ export const mysql: Dialect = {
   needsHint: " (use mysql2/promise, not the callback API)",
   qualifier: "database",
   quote: (identifier) => `\`${identifier}\``,
-  templates: { schema, claim, select, check, complete, release, renew, purge, inspect },
+  templates: {
+    schema,
+    peek,
+    insert,
+    reclaim,
+    claim,
+    select,
+    check,
+    complete,
+    release,
+    renew,
+    purge,
+    inspect,
+  },
   isTransient(error) {
     const { errno } = error as { errno?: unknown };
     return errno === 1213 || errno === 1205;
@@ -113,6 +141,29 @@ export const mysql: Dialect = {
       return {
         async claim(key: string, leaseMs: number, ttlMs: number, token: string) {
           const k = bytes(key);
+          const seen = (await read("peek", [k]))[0] as PeekRow | undefined;
+          if (seen !== undefined) {
+            const now = Number(seen.now);
+            if (seen.state === null || seen.state === undefined) {
+              // Absent: a new record whose fence is the read's clock in µs.
+              const fence = Number(seen.now_us);
+              const lease = now + leaseMs;
+              if ((await write("insert", [k, fence, lease, lease + ttlMs, token])) === 1) {
+                return { state: "claimed", fencing_id: fence, lease_expires_at: lease, token };
+              }
+            } else {
+              const until = seen.state === "done" ? seen.expires_at : seen.lease_expires_at;
+              // Live: done or held, answered by the read alone.
+              if (Number(until) > now) return { ...seen, token: undefined };
+              const fence = Number(seen.fencing_id);
+              const lease = now + leaseMs;
+              const values = [lease, lease + ttlMs, token, k, fence];
+              if ((await write("reclaim", values)) === 1) {
+                return { state: "claimed", fencing_id: fence + 1, lease_expires_at: lease, token };
+              }
+            }
+          }
+          // The record appeared or moved on since the read: the upsert decides the race.
           await write("claim", [k, leaseMs, leaseMs, ttlMs, token, leaseMs]);
           return (await read("select", [k]))[0] as SqlRow | undefined;
         },

@@ -137,13 +137,16 @@ export const postgres: Dialect = {
         const text = sql(name);
         return connection.query({ name: prepared(name, text), text, values });
       };
+      // The claim's name and text, looked up once: it runs for every delivery.
+      const claimText = sql("claim");
+      const claimName = prepared("claim", claimText);
+      const claimOnce = async (values: unknown[]) =>
+        (await connection.query({ name: claimName, text: claimText, values })).rows[0];
       return {
         async claim(key: string, leaseMs: number, ttlMs: number, token: string) {
           const values = [key, leaseMs, ttlMs, token];
           // Only a row deleted between the conflict and the update leaves RETURNING empty.
-          return ((await run("claim", values)).rows[0] ?? (await run("claim", values)).rows[0]) as
-            | SqlRow
-            | undefined;
+          return ((await claimOnce(values)) ?? (await claimOnce(values))) as SqlRow | undefined;
         },
         async complete(key: string, fencingId: number, ttlMs: number) {
           return (await run("complete", [key, fencingId, ttlMs])).rows.length > 0;

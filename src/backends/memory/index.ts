@@ -126,11 +126,9 @@ export class InMemoryLock implements LockBackend {
       { key, leaseMs, ttlMs: this.ttlMs },
       this.deletedFence + 1,
     );
-    if (write !== undefined) {
-      // Re-insert so the sweep cursor, which walks insertion order, meets it again later.
-      this.records.delete(key);
-      this.records.set(key, write);
-    }
+    // Map.set on a present key keeps its place: the sweep meets every record once per pass
+    // anyway, and a delete-then-set per reclaim costs V8 time growing with the map's size.
+    if (write !== undefined) this.records.set(key, write);
     return answer;
   }
 

@@ -164,7 +164,13 @@ export class RedisLock implements LockBackend {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
     const args = [String(leaseMs), this.ttlText, randomUUID()];
-    const reply = await this.call("claim", key, CLAIM, args);
+    // The busiest call runs its script without call()'s frame: one promise fewer per claim.
+    let reply: unknown;
+    try {
+      reply = await this.run(CLAIM, this.prefix + key, args);
+    } catch (error) {
+      throw storeError("redis", "claim", key, error);
+    }
     // claim.lua answers in integers: 0 done, a positive leaseExpiresAt held, {fence, until} won.
     if (reply === 0) return DONE;
     if (isInt(reply) && reply > 0) return { status: "held", leaseExpiresAt: reply };

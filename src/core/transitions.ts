@@ -93,7 +93,7 @@ export function claimTransition(
     return { row: "claim.own", answer: wonOutcome(call.key, record) };
   }
   if (record.state === "done") {
-    if (now < record.expiresAt) return { row: "claim.done", answer: { status: "done" } };
+    if (now < record.expiresAt) return CLAIM_DONE;
     return win("claim.expired", record.fencingId + 1, now, call);
   }
   if (now < record.leaseExpiresAt) {
@@ -165,9 +165,24 @@ export function purgeTransition(
   record: LockRecord | undefined,
   now: number,
 ): Transition<boolean, "delete"> {
-  if (record === undefined || now < record.expiresAt) return { row: "purge.kept", answer: false };
-  return { row: "purge.expired", answer: true, write: "delete" };
+  return record === undefined || now < record.expiresAt ? PURGE_KEPT : PURGE_EXPIRED;
 }
+
+// The transitions that carry nothing of the call: built once, frozen, shared. InMemoryLock's
+// sweep runs purgeTransition on every claim, and a duplicate meets CLAIM_DONE.
+const PURGE_KEPT: Transition<boolean, "delete"> = Object.freeze({
+  row: "purge.kept",
+  answer: false,
+});
+const PURGE_EXPIRED: Transition<boolean, "delete"> = Object.freeze({
+  row: "purge.expired",
+  answer: true,
+  write: "delete",
+});
+const CLAIM_DONE: Transition<ClaimOutcome> = Object.freeze({
+  row: "claim.done",
+  answer: Object.freeze({ status: "done" }),
+});
 
 // --- Operator calls (the CLI's inspect and release) ----------------------------------------
 

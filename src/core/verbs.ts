@@ -188,6 +188,8 @@ export async function runObserved<T>(
   return result;
 }
 
+const NO_HEARTBEAT = (): void => {};
+
 /**
  * The body's signal and, with `heartbeat` on, the renewals that abort it when the key is
  * taken over. `wantsSignal`: the body declares the signal parameter.
@@ -200,7 +202,7 @@ export function watchClaim(
   const controller = r.heartbeat || wantsSignal ? new AbortController() : UNUSED_SIGNAL_CONTROLLER;
   const stopHeartbeat = r.heartbeat
     ? startHeartbeat(r.heartbeat, r.backend, claim, r.leaseMs, controller, r.logger)
-    : () => {};
+    : NO_HEARTBEAT;
   return { controller, stopHeartbeat };
 }
 

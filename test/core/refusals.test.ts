@@ -40,6 +40,27 @@ describe("refusals: Duplicate and InProgress", () => {
     expect((onDone as Error).message).toContain("(the key was completed by lock())");
   });
 
+  it("InProgress names each call's own key, lease end and detail, however the calls alternate", () => {
+    const texts = [
+      new InProgress("a", Date.UTC(2030, 0, 1)),
+      new InProgress("a", Date.UTC(2030, 0, 1)),
+      new InProgress("a", Date.UTC(2031, 0, 1)),
+      new InProgress("b", Date.UTC(2031, 0, 1)),
+      new InProgress("b"),
+      new InProgress("b", undefined, " (the key was completed by lock())"),
+      new InProgress("a", Date.UTC(2030, 0, 1)),
+    ].map((error) => error.message);
+    expect(texts).toEqual([
+      'key "a" is held by another holder until 2030-01-01T00:00:00.000Z',
+      'key "a" is held by another holder until 2030-01-01T00:00:00.000Z',
+      'key "a" is held by another holder until 2031-01-01T00:00:00.000Z',
+      'key "b" is held by another holder until 2031-01-01T00:00:00.000Z',
+      'key "b" is held by another holder',
+      'key "b" is held by another holder (the key was completed by lock())',
+      'key "a" is held by another holder until 2030-01-01T00:00:00.000Z',
+    ]);
+  });
+
   it("with stack capture frozen (a hardened realm), refusals are still built and thrown", async () => {
     const descriptor = Object.getOwnPropertyDescriptor(Error, "stackTraceLimit");
     Object.defineProperty(Error, "stackTraceLimit", {

@@ -17,10 +17,10 @@
     ARGV[2]  ttlMs    how long a done record suppresses duplicates, whole milliseconds
     ARGV[3]  token    a random per-claim token, stored with the record
 
-  Output:
-    {'won', fencingId, leaseExpiresAt}   the key is ours
-    {'held', fencingId, leaseExpiresAt}  a live holder owns it until leaseExpiresAt
-    {'done', fencingId, expiresAt}       completed within its ttl
+  Output, integers only, so a client parses no string and the two refusals no array:
+    {fencingId, leaseExpiresAt}  won: the key is ours
+    leaseExpiresAt               held: a live holder owns it until then (an epoch ms, above 0)
+    0                            done: completed within its ttl
   Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
 
   A new record's fence is the server's clock in µs, so it starts above every fence an earlier,
@@ -42,20 +42,18 @@ local now = math.floor(us / 1000)
 local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt')
 local fence = us
 if r[1] then
-  local fencingId = tonumber(r[2])
   if r[1] == 'done' then
-    local expiresAt = tonumber(r[4])
-    if now < expiresAt then
-      return {'done', fencingId, expiresAt}
+    if now < tonumber(r[4]) then
+      return 0
     end
   else
     local leaseExpiresAt = tonumber(r[3])
     if now < leaseExpiresAt then
-      return {'held', fencingId, leaseExpiresAt}
+      return leaseExpiresAt
     end
   end
   -- A lapsed lease or ttl: reclaim; the fence rises because the record still exists.
-  fence = fencingId + 1
+  fence = tonumber(r[2]) + 1
 end
 
 local leaseExpiresAt = now + leaseMs
@@ -68,4 +66,4 @@ redis.call('HSET', key,
   'expiresAt', int(expiresAt),
   'token', token)
 redis.call('PEXPIREAT', key, int(expiresAt))
-return {'won', fence, leaseExpiresAt}
+return {fence, leaseExpiresAt}

@@ -15,8 +15,8 @@
     ARGV[3]  ttlMs      the record's life after the new lease ends, whole milliseconds
 
   Output:
-    {1, leaseExpiresAt}  renewed until leaseExpiresAt (integer epoch ms)
-    {0, 0}               fenced out: no record, a stale fence, a done record, or expired
+    1  renewed until now + leaseMs
+    0  fenced out: no record, a stale fence, a done record, or expired
 
   Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
 ]]
@@ -28,7 +28,7 @@ local ttlMs = tonumber(ARGV[3])
 local now = now_ms()
 
 if fenced_state(key, fencingId, now) ~= 'claimed' then
-  return {0, 0}
+  return 0
 end
 
 local leaseExpiresAt = now + leaseMs
@@ -37,4 +37,4 @@ redis.call('HSET', key,
   'leaseExpiresAt', int(leaseExpiresAt),
   'expiresAt', int(expiresAt))
 redis.call('PEXPIREAT', key, int(expiresAt))
-return {1, leaseExpiresAt}
+return 1

@@ -15,9 +15,20 @@ export async function callStore<T>(
   try {
     return await run();
   } catch (error) {
-    if (error instanceof IdempotencyError) throw error;
-    throw new BackendError(backend, operation, key, error);
+    throw storeError(backend, operation, key, error);
   }
+}
+
+/** The error {@link callStore} throws for `error`, for a hot path that runs no closure. */
+export function storeError(
+  backend: string,
+  operation: string,
+  key: string | undefined,
+  error: unknown,
+): IdempotencyError {
+  return error instanceof IdempotencyError
+    ? error
+    : new BackendError(backend, operation, key, error);
 }
 
 /**

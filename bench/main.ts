@@ -9,7 +9,7 @@
  *   npm run bench -- --only memory,redis --repeat 3   the selection 3 times, with the spread
  *   npm run bench -- --in-flight 16    only that many operations in flight (default 1,16,64)
  *
- * --in-flight, like --only, writes only to --out.
+ * --in-flight, like --only, writes only to --out, and runs no scale run unless `scale` is named.
  * --only takes backend names (below), `scale`, `gateway`, `telemetry` and `transaction`; a backend's name
  * also selects its scale run (redis, postgres, memory). A run with --only or --smoke writes
  * only to --out, except `transaction`: lockInTransaction against lock() plus its own
@@ -130,7 +130,10 @@ const settings: Settings = args.inFlight
   : SETTINGS[args.size];
 const selected = (id: string) => args.only === undefined || args.only.includes(id);
 const backends = BACKENDS.filter((b) => selected(b.id));
-const scales = Object.keys(SCALES).filter((id) => selected("scale") || args.only?.includes(id));
+// A backend's name brings its scale run, unless --in-flight narrows the run to its cells.
+const scales = Object.keys(SCALES).filter(
+  (id) => selected("scale") || (args.inFlight === undefined && args.only?.includes(id)),
+);
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out =
   args.out ??

@@ -177,7 +177,7 @@ export function targets(run: RunResult): Target[] {
           met: slowest >= 1_000_000 && within <= 3,
         },
         `CPU per ${name} delivery: idempotentHttp ${fmtUs(1e6 / r.httpPerCpuSecond)} µs, idempotentMessage ${fmtUs(1e6 / r.messagePerCpuSecond)} µs, InMemoryLock's claim ${fmtUs(1e6 / r.memoryClaim)} µs.`,
-        "A push is parsed and checked whole before its key is known (every field, the base64 data decoded, a frozen message; about 0.5 µs), and each delivery reads `GCP_PUBSUB_IDEMPOTENCY_DISABLED` from `process.env` (about 0.13 µs; read at call time by design). Needed: check only what the key needs before the claim and build the message when the handler runs.",
+        "idempotentHttp parses and checks a push whole before its key is known (every field, the base64 data decoded, a frozen message: about 0.5 µs beyond a pull message), and every delivery reads `GCP_PUBSUB_IDEMPOTENCY_DISABLED` from `process.env` (about 0.13 µs; read at call time by design). Within 3× of a claim of 0.1–0.2 µs leaves less than the awaits and the key check of any delivery. Needed: check only what the key needs before the claim and build the message when the handler runs; the 3× bound would need a surface with no await beyond the claim's.",
       ),
     );
   }
@@ -232,7 +232,7 @@ export function targets(run: RunResult): Target[] {
         "atLeast",
       ),
       cpuSides(pgb, "ours", "floor", at),
-      "Our claim is one statement, but an INSERT … ON CONFLICT DO UPDATE under a CTE that reads the record: measured with pgbench (prepared, one client, 3 December 2026) a duplicate costs the server about 43 µs against the floor's 32 µs, even when nothing is written. Needed: a server-side function that reads first and writes only when it must (a schema change for users who apply schema.sql through their own migrations).",
+      "Our claim is one statement, but an INSERT … ON CONFLICT DO UPDATE under a CTE that reads the record: measured with pgbench (prepared, one client, 3 December 2026) a duplicate costs the server about 43 µs against the floor's 32 µs, even when nothing is written. The mutex cycle's server CPU is its claim and release both rewriting `expires_at`, which the purge index covers, so no update of ours is HOT, while the floor's bump leaves the indexed column alone. Needed: a server-side function that reads first and writes only when it must (a schema change for users who apply schema.sql through their own migrations), and a release that keeps `expires_at` (a change to the transition table) or a purge that needs no index on it.",
     ),
     spreadTarget(
       "PostgreSQL, duplicate and contention ≥ 3× the row-lock design (16 in flight)",

@@ -106,8 +106,14 @@ function sqliteBinding(node, headers, abi) {
       "node-gyp.js",
     );
     const nodeGyp = existsSync(gyp) ? gyp : require.resolve("node-gyp/bin/node-gyp.js");
+    // Without npm's own variables: under `npm run`, node-gyp reads npm_config_* (target,
+    // nodedir, …) before its flags and builds for the Node that runs npm instead.
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)),
+    );
     const build = spawnSync(node, [nodeGyp, "rebuild", "--release", `--nodedir=${headers}`], {
       cwd: dir,
+      env,
       encoding: "utf8",
       maxBuffer: 64 * 1024 * 1024,
     });
@@ -138,7 +144,14 @@ for (const major of majors) {
   // Fails loudly when the addon cannot load or run under this Node.
   const probe =
     "const D = require('better-sqlite3'); console.log(new D(':memory:').prepare('select sqlite_version() v').get().v)";
-  const sqlite = execFileSync(bin, ["-e", probe], { cwd: root, env }).toString().trim();
+  let sqlite;
+  try {
+    sqlite = execFileSync(bin, ["-e", probe], { cwd: root, env }).toString().trim();
+  } catch (error) {
+    // A cached addon that does not load is never reused: the next run compiles it again.
+    rmSync(dirname(dirname(dirname(binding))), { recursive: true, force: true });
+    throw error;
+  }
   log(`Node ${version} (ABI ${abi}), SQLite ${sqlite} from ${binding}`);
   const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
   const run = spawnSync(bin, [vitest, "run", ...selection()], { cwd: root, env, stdio: "inherit" });

@@ -28,6 +28,8 @@ export interface FleetOptions {
   readonly leaseMs: number;
   /** Chance that a crashable (crash-storm) body kills its process after the supplier call. */
   readonly crashChance: number;
+  /** The storm's lock: DatastoreLock, or (`none`, the control run) one that excludes nothing. */
+  readonly lock: "datastore" | "none";
   /** Environment every worker needs (emulator hosts, project). */
   readonly env: Readonly<Record<string, string>>;
 }
@@ -67,6 +69,8 @@ export class Fleet {
   /** Kills by the harness, and restarts after any death. */
   kills = 0;
   restarts = 0;
+  /** Every worker process that died while the fleet ran: its unfinished work was abandoned. */
+  readonly deadPids = new Set<number>();
   private running = true;
   private readonly log: WriteStream;
 
@@ -112,6 +116,7 @@ export class Fleet {
       FUNCTIONAL_NAMESPACE: this.options.namespace,
       FUNCTIONAL_LEASE_MS: String(this.options.leaseMs),
       FUNCTIONAL_CRASH_CHANCE: String(this.options.crashChance),
+      FUNCTIONAL_LOCK: this.options.lock,
       PORT: String(slot.port),
       NODE_ENV: "production", // functions-framework: no banner on stdout
     };
@@ -143,6 +148,7 @@ export class Fleet {
     child.once("exit", (code, signal) => {
       slot.up = false;
       if (slot.child === child) slot.child = undefined;
+      if (this.running && child.pid !== undefined) this.deadPids.add(child.pid);
       this.log.write(`${tag}exited (${signal ?? code})\n`);
       if (this.running) {
         this.restarts += 1;

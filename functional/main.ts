@@ -2,6 +2,7 @@
  * The functional suite: real Pub/Sub push into a fleet of worker processes on DatastoreLock,
  * on the official emulators. `npm run functional -- --help` says what it does.
  */
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,6 +13,7 @@ import { type Emulator, PROJECT, startEmulator } from "../test/support/gcloud-em
 import { startPostgres } from "../test/support/sql.js";
 import { startSupplier } from "../test/support/supplier.js";
 import { FLEET, Fleet } from "./fleet.js";
+import { ledger } from "./ledger.js";
 import { startProxy } from "./proxy.js";
 import { type Delivery, scenarioOfKey, type WorkerEvent } from "./records.js";
 import {
@@ -50,6 +52,8 @@ Options:
                     complete (default 0.02)
   --kill-every MS   mean interval of the harness's random SIGKILLs in the storm (default 3000)
   --seed N          seed of the storm's order, holds and kills (default 1)
+  --lock NAME       the supplier scenarios' lock: datastore (default), or none, the control
+                    run: a lock that excludes nothing, on which the checks must fail
   --record          also write functional/results/reference.json (the README's figures)
   --help            this text`;
 
@@ -60,6 +64,7 @@ const { values } = parseArgs({
     "crash-chance": { type: "string", default: "0.02" },
     "kill-every": { type: "string", default: "3000" },
     seed: { type: "string", default: "1" },
+    lock: { type: "string", default: "datastore" },
     record: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
@@ -78,6 +83,11 @@ for (const [name, value] of Object.entries({ orders, leaseMs, killEveryMs, seed 
     console.error(`--${name} must be a positive integer`);
     process.exit(2);
   }
+}
+const lock = values.lock;
+if (lock !== "datastore" && lock !== "none") {
+  console.error("--lock must be datastore or none");
+  process.exit(2);
 }
 if (!(crashChance >= 0 && crashChance <= 1)) {
   console.error("--crash-chance must be between 0 and 1");
@@ -100,6 +110,18 @@ const STALL_MS = 45_000;
  */
 const REPUSH_AFTER_MS = 10_000;
 
+/**
+ * The Datastore emulator keeps the lock of a transaction whose process died (SIGKILLed between
+ * its lookup and its commit) until the transaction idles out: measured 60.7-60.8 s, whether
+ * the dead process's channel closed or not, or the holder lived on (functional/probes/
+ * emulator-lock-hold.ts, 4 December 2026). Every claim of that
+ * key meanwhile fails with "ABORTED: Transaction lock timeout" and is nacked. When every
+ * message still unacked at the stall cutoff is such a key, the run waits this much longer,
+ * once (the lock's 61 s, a lease, a re-push), and counts those messages apart.
+ */
+const EMULATOR_LOCK_WAIT_MS = 90_000;
+const LOCK_TIMEOUT = /transaction lock timeout/i;
+
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
 const say = (text: string) => console.log(`[functional ${elapsed()}] ${text}`);
@@ -112,6 +134,29 @@ const runDir = join(root, ".tmp", "functional", run);
 const resultsDir = join(root, "functional", "results");
 mkdirSync(runDir, { recursive: true });
 mkdirSync(resultsDir, { recursive: true });
+
+/** The commit this run's code is, and whether the work tree differed from it. */
+function commitOf(): { sha: string; dirty: boolean } {
+  const git = (...args: string[]) =>
+    execFileSync("git", args, { cwd: root, encoding: "utf8" }).trim();
+  try {
+    return { sha: git("rev-parse", "HEAD"), dirty: git("status", "--porcelain").length > 0 };
+  } catch {
+    return { sha: "unknown", dirty: true };
+  }
+}
+
+/** Every worker's events so far, each file in the order its workers wrote it. */
+function readEvents(): WorkerEvent[] {
+  return readdirSync(runDir)
+    .filter((f) => f.endsWith(".jsonl"))
+    .flatMap((f) =>
+      readFileSync(join(runDir, f), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as WorkerEvent),
+    );
+}
 
 function readWorkerLog(path: string): string {
   try {
@@ -170,6 +215,7 @@ try {
     namespace: `functional-${run}`,
     leaseMs,
     crashChance,
+    lock,
     env: {
       DATASTORE_EMULATOR_HOST: datastoreEmulator.host,
       GCLOUD_PROJECT: PROJECT,
@@ -213,6 +259,8 @@ try {
     readonly subscriptions: readonly string[];
     readonly startedAt: number;
     settledAt?: number;
+    /** Messages the run waited for beyond the stall cutoff: keys an emulator lock held. */
+    lockWaited?: string[];
   }
 
   const acked = new Set<string>(); // `${subscription}/${messageId}` answered 2xx
@@ -244,13 +292,21 @@ try {
     // once nothing has been acked for STALL_MS and report those messages as unacked.
     let lastAcks = acked.size;
     let lastProgressAt = Date.now();
+    let stallMs = STALL_MS;
     while (running.some((r) => r.settledAt === undefined) && Date.now() < deadline) {
       if (acked.size !== lastAcks) {
         lastAcks = acked.size;
         lastProgressAt = Date.now();
-      } else if (Date.now() - lastProgressAt > STALL_MS) {
-        say(`no push acked for ${STALL_MS / 1000} s: giving up on the rest`);
-        break;
+      } else if (Date.now() - lastProgressAt > stallMs) {
+        const waiting = stallMs === STALL_MS ? lockedByTheEmulator(running) : undefined;
+        if (!waiting) {
+          say(`no push acked for ${stallMs / 1000} s: giving up on the rest`);
+          break;
+        }
+        stallMs += EMULATOR_LOCK_WAIT_MS;
+        say(
+          `no push acked for ${STALL_MS / 1000} s; every unacked message meets the emulator's "Transaction lock timeout" (a dead worker's transaction): waiting up to ${EMULATOR_LOCK_WAIT_MS / 1000} s more for ${waiting} of them`,
+        );
       }
       if (Date.now() > nextProgress) {
         nextProgress += 10_000;
@@ -264,6 +320,33 @@ try {
     return running;
   }
 
+  /**
+   * At the stall cutoff: when every unacked message's key has met the emulator's lock
+   * timeout, mark them on their scenario and say how many; otherwise undefined.
+   */
+  function lockedByTheEmulator(running: readonly Running[]): number | undefined {
+    const lockTimeouts = readEvents().filter(
+      (e) => e.kind === "store_error" && LOCK_TIMEOUT.test(e.error ?? ""),
+    );
+    // The gateway's failure line names the messageId, the key, or both.
+    const locked = new Set(lockTimeouts.flatMap((e) => [e.messageId, e.key]));
+    const isLocked = (name: string, m: PublishedMessage) =>
+      locked.has(m.messageId) ||
+      locked.has(`${name}/order:${m.orderId}`) ||
+      locked.has(`${name}/msg:${m.messageId}`);
+    const unacked = running.map((r) => ({
+      r,
+      messages: r.published.filter(
+        (m) => !m.poison && !m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
+      ),
+    }));
+    const all = unacked.flatMap((u) => u.messages.map((m) => ({ name: u.r.scenario.name, m })));
+    if (all.length === 0 || !all.every(({ name, m }) => isLocked(name, m))) return undefined;
+    for (const u of unacked)
+      if (u.messages.length > 0) u.r.lockWaited = u.messages.map((m) => m.orderId);
+    return all.length;
+  }
+
   say("quiet scenarios, side by side");
   const quiet = await runAll(QUIET_SCENARIOS, 120_000);
   // An acked message must not come back: wait out one emulator redelivery interval (~1 s).
@@ -274,7 +357,10 @@ try {
     `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`,
   );
   let nextKill = Date.now() + killEveryMs;
-  const stormScenarios = [crashStorm({ orders }), transactionSink({ orders: sinkOrders })];
+  const stormScenarios = [
+    crashStorm({ orders, crashChance }),
+    transactionSink({ orders: sinkOrders }),
+  ];
   const storm = await runAll(stormScenarios, 240_000 + orders * 100, () => {
     if (Date.now() < nextKill) return;
     nextKill = Date.now() + killEveryMs * (0.5 + random());
@@ -285,14 +371,8 @@ try {
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   for (const close of ctx.closers) await close();
 
-  const events: WorkerEvent[] = readdirSync(runDir)
-    .filter((f) => f.endsWith(".jsonl"))
-    .flatMap((f) =>
-      readFileSync(join(runDir, f), "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as WorkerEvent),
-    );
+  const events = readEvents();
+  const deadPids = new Set(fleet.deadPids);
   const scenarioOfMessage = new Map<string, string>();
   for (const r of [...quiet, ...storm])
     for (const m of r.published) scenarioOfMessage.set(m.messageId, r.scenario.name);
@@ -309,13 +389,6 @@ try {
       (e) => scenarioOfKey(e.key) === name || scenarioOfMessage.get(e.messageId ?? "") === name,
     );
     const count = (kind: WorkerEvent["kind"]) => mine.filter((e) => e.kind === kind).length;
-    // release() moves the fence on (n -> n+1) and the next claim takes n+2; a claim at n+1
-    // with no release of n before it took over a lapsed lease: a crashed or slow holder.
-    const released = new Set(
-      mine.filter((e) => e.kind === "release").map((e) => `${e.key}#${e.fence}`),
-    );
-    const reclaims = mine.filter((e) => e.kind === "reclaim");
-    const afterLapse = reclaims.filter((e) => !released.has(`${e.key}#${(e.fence ?? 0) - 2}`));
     const deliveries = proxy.deliveries.filter((d) => d.scenario === name);
     const supplierIds = [
       ...new Set(r.published.filter((m) => !m.poison).map((m) => `${name}/${m.orderId}`)),
@@ -327,6 +400,13 @@ try {
     const resends = sink
       ? 0
       : supplierIds.reduce((n, id) => n + (supplier.deduplicated.get(id) ?? 0), 0);
+    // What the workers' records say of every run and send, whatever the supplier absorbed.
+    const books = ledger({
+      events: mine,
+      arrivals: new Map(sink ? [] : supplierIds.map((id) => [id, supplier.arrivals.get(id) ?? 0])),
+      deadPids,
+      fencedRunsRollBack: sink !== undefined,
+    });
     const unacked = r.published.filter((m) =>
       m.poison
         ? !ctx.deadLettered.has(m.orderId)
@@ -344,21 +424,27 @@ try {
       contentionNacks: count("contention"),
       bodyFailures: count("failed"),
       crashes: count("crash") + (name === "crash-storm" ? stormKills : 0),
-      reclaims: afterLapse.length,
+      reclaims: books.reclaimsAfterLapse,
+      reclaimsAfterRelease: books.reclaimsAfterRelease,
       fencedOut: count("fenced_out"),
       supplierOrders: supplierIds.length,
       supplierExactlyOnce: supplierIds.filter((id) => accepted(id) === 1).length,
       supplierMissing: supplierIds.filter((id) => accepted(id) === 0).length,
       supplierExtra: supplierIds.filter((id) => accepted(id) > 1).length,
       supplierResendsDeduplicated: resends,
+      supplierArrivals: books.arrivals,
+      resentAfterCrash: books.ordersResentAfterCrash,
+      emulatorLockWaits: r.lockWaited?.length ?? 0,
       unacked,
       seconds: Math.round(((r.settledAt ?? Date.now()) - r.startedAt) / 100) / 10,
       notes: {
-        reclaimsAfterRelease: reclaims.length - afterLapse.length,
         ...(count("store_error") > 0 ? { storeErrorsNacked: count("store_error") } : {}),
+        ...(r.lockWaited ? { waitedOutEmulatorLock: r.lockWaited } : {}),
       },
-      violations: [],
+      violations: [...books.violations.slice(0, 10)],
     };
+    if (books.violations.length > 10)
+      f.violations.push(`… and ${books.violations.length - 10} more like these`);
     const stranded = r.published.filter(
       (m) => !m.poison && !m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
     );
@@ -375,6 +461,8 @@ try {
       f.notes.harnessKills = stormKills;
       f.notes.restarts = fleet.restarts;
       f.notes.bodyRunsAbovePerOrder = f.bodyRuns - f.supplierOrders;
+      f.notes.sendsAbandonedByACrash = books.sendsAbandoned;
+      f.notes.runsAbandonedByACrash = books.runsAbandoned;
       f.notes.leaseMs = leaseMs;
     }
     if (sink) {
@@ -415,7 +503,9 @@ try {
     ["contention", (f) => f.contentionNacks],
     ["failures", (f) => f.bodyFailures],
     ["crashes", (f) => f.crashes],
-    ["reclaims", (f) => f.reclaims],
+    ["reclaims lapse/rel", (f) => `${f.reclaims}/${f.reclaimsAfterRelease}`],
+    ["arrivals", (f) => (f.supplierArrivals > 0 ? f.supplierArrivals : "-")],
+    ["resent after crash", (f) => f.resentAfterCrash],
     [
       "sink once/missing/extra",
       (f) => `${f.supplierExactlyOnce}/${f.supplierMissing}/${f.supplierExtra}`,
@@ -452,7 +542,8 @@ try {
     run,
     finishedAt: new Date().toISOString(),
     seconds: Math.round((Date.now() - started) / 1000),
-    options: { orders, leaseMs, crashChance, killEveryMs, seed: Number(values.seed) },
+    commit: commitOf(),
+    options: { orders, leaseMs, crashChance, killEveryMs, seed: Number(values.seed), lock },
     fleet: fleet.slots.map((s) => ({ name: s.name, starts: s.starts })),
     emulators: { pubsub: pubsubEmulator.host, datastore: datastoreEmulator.host },
     scenarios: figures.map((f) => ({

@@ -3,12 +3,17 @@ export interface WorkerEvent {
   readonly worker: string;
   readonly pid: number;
   readonly t: number;
-  readonly kind:
+  readonly kind: /** The guarded body started. */
     | "body"
+    /** The moment before the body sends an order to the supplier (`order` names it). */
+    | "sending"
     | "supplied"
+    /** The store handed this worker the key (`fence`): a first claim or a reclaim. */
+    | "won"
+    /** The store accepted this worker's complete (DONE written at `fence`). */
+    | "completed"
     | "duplicate"
     | "contention"
-    | "reclaim"
     | "release"
     | "fenced_out"
     | "failed"
@@ -16,6 +21,8 @@ export interface WorkerEvent {
     | "store_error"
     | "crash";
   readonly key: string;
+  /** The supplier's order id (`<scenario>/<orderId>`), on "sending". */
+  readonly order?: string;
   readonly messageId?: string;
   readonly fence?: number;
   readonly error?: string;

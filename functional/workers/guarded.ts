@@ -51,17 +51,23 @@ const store = new DatastoreLock({
   namespace: required("FUNCTIONAL_NAMESPACE"),
 });
 
-/** A store as the gateway sees it, reporting each claim won over a lapsed or released one. */
+/**
+ * A store as the gateway sees it, recording each win (with its fence: the harness tells a
+ * first claim from a reclaim), each complete the store accepted and each release.
+ */
 type Recorded = Required<Pick<LockBackend, "claim" | "complete" | "release" | "renew">>;
 function recorded(inner: Recorded): Recorded {
   return {
     async claim(key, ms) {
       const outcome = await inner.claim(key, ms);
-      if (outcome.status === "won" && outcome.claim.fencingId > 1)
-        record({ kind: "reclaim", key, fence: outcome.claim.fencingId });
+      if (outcome.status === "won") record({ kind: "won", key, fence: outcome.claim.fencingId });
       return outcome;
     },
-    complete: (claim) => inner.complete(claim),
+    async complete(claim) {
+      const completed = await inner.complete(claim);
+      if (completed) record({ kind: "completed", key: claim.key, fence: claim.fencingId });
+      return completed;
+    },
     async release(claim) {
       record({ kind: "release", key: claim.key, fence: claim.fencingId });
       await inner.release(claim);
@@ -70,7 +76,29 @@ function recorded(inner: Recorded): Recorded {
   };
 }
 
-export const backend: LockBackend = recorded(store);
+/**
+ * The control of `--lock none`: a lock that excludes nothing. Every claim wins with a new
+ * fence and every complete lands, so each copy of an order runs its body; the storm's
+ * checks must fail on it.
+ */
+function excludesNothing(): Recorded {
+  let fence = Date.now() * 1_000;
+  return {
+    claim: async (key, ms) => ({
+      status: "won",
+      claim: { key, fencingId: ++fence, leaseExpiresAt: Date.now() + ms },
+    }),
+    complete: async () => true,
+    release: async () => {},
+    renew: async () => true,
+  };
+}
+
+const lockChoice = process.env.FUNCTIONAL_LOCK ?? "datastore";
+if (lockChoice !== "datastore" && lockChoice !== "none")
+  throw new Error(`worker: FUNCTIONAL_LOCK must be datastore or none, not ${lockChoice}`);
+
+export const backend: LockBackend = recorded(lockChoice === "none" ? excludesNothing() : store);
 
 /**
  * The transactional sink's store: SqlLock on the harness's PostgreSQL database, whose
@@ -83,7 +111,11 @@ pool.on("error", () => {});
 const sqlStore = new SqlLock({ client: pool, table: "idempotency_records" });
 export const transactionalBackend: TransactionalLockBackend<pg.PoolClient> = {
   ...recorded(sqlStore),
-  completeInTransaction: (claim, body) => sqlStore.completeInTransaction(claim, body),
+  async completeInTransaction(claim, body) {
+    const outcome = await sqlStore.completeInTransaction(claim, body);
+    if (outcome.completed) record({ kind: "completed", key: claim.key, fence: claim.fencingId });
+    return outcome;
+  },
 };
 
 /** Pushes of the transactional sink's topics (`txn-<run>`) go to its own handler. */
@@ -204,11 +236,13 @@ async function callSupplier(
   const behaviour = JSON.parse(message.text() || "{}") as { holdMs?: number; failFirst?: number };
   // The supplier's key is the business key: a re-send after a crash is a no-op there.
   const supplierKey = `${scenario}/${orderId}`;
-  const send = () =>
-    sendOrder(supplierUrl, supplierKey, supplierKey, {
+  const send = () => {
+    record({ kind: "sending", key: keyOf(message), order: supplierKey });
+    return sendOrder(supplierUrl, supplierKey, supplierKey, {
       ...behaviour,
       ...(po ? { entity: po } : {}),
     });
+  };
   if (po) {
     // Updates of one PO one at a time; the messageId lock around this makes each apply once.
     await mutex(

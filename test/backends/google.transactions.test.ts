@@ -162,20 +162,35 @@ describe.skipIf(!firestoreEmulator)("FirestoreLock: transactions", () => {
     expect((await orders.doc("order-2").get()).get("runs")).toBe(1);
   });
 
-  it("a long body holds no lock on the record: a duplicate answers held at once", async () => {
+  it("a long body holds no lock on the record: a duplicate answers held while it runs", async () => {
     const backend = new FirestoreLock({ firestore, collection: fresh() });
-    let bodyEnded = false;
+    // The body stays open until the duplicate's claim has answered: if the body's transaction
+    // held a lock on the record, that claim could not answer (it would wait on the lock, or
+    // fail), and the cap below would end the wait and fail the test.
+    let bodyStarted!: () => void;
+    const started = new Promise<void>((resolve) => {
+      bodyStarted = resolve;
+    });
+    let letBodyEnd!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      letBodyEnd = resolve;
+    });
     const run = lockInTransaction("order-3", { backend, logger: silentLogger }, async (tx) => {
       tx.create(orders.doc("order-3"), { ok: true });
-      await sleep(600);
-      bodyEnded = true;
+      bodyStarted();
+      await gate;
     });
-    await sleep(100);
-    const started = Date.now();
-    const duplicate = await backend.claim("order-3", 60_000);
-    console.info(`[firestore] claim during a transactional body: ${Date.now() - started} ms`);
-    expect(duplicate.status).toBe("held");
-    expect(bodyEnded).toBe(false);
+    await started;
+    const claimedAt = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const cap = new Promise<"no answer while the body ran">((resolve) => {
+      timer = setTimeout(() => resolve("no answer while the body ran"), 20_000);
+    });
+    const duplicate = await Promise.race([backend.claim("order-3", 60_000), cap]);
+    clearTimeout(timer);
+    console.info(`[firestore] claim during a transactional body: ${Date.now() - claimedAt} ms`);
+    letBodyEnd();
+    expect(duplicate).toMatchObject({ status: "held" });
     await run;
     expect(await backend.claim("order-3", 60_000)).toEqual({ status: "done" });
   });

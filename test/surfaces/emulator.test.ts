@@ -1,4 +1,8 @@
-import { createServer as createHttpServer } from "node:http";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import { type Message, PubSub } from "@google-cloud/pubsub";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
@@ -14,6 +18,19 @@ async function until(check: () => boolean | Promise<boolean>, ms: number, what: 
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+const ok = (status: number) => status >= 200 && status < 300;
+
+/** A push endpoint that notes each answer's status once it is sent. */
+function answered(
+  fn: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  statuses: number[],
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    res.once("finish", () => statuses.push(res.statusCode));
+    void fn(req, res);
+  };
 }
 
 // In CI a missing emulator is a failure, never a quiet skip (see test/support/required.ts).
@@ -54,18 +71,34 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
         runs.push(order);
       },
     );
-    subscription.on("message", onMessage);
+    // Every answer the gateway gives, per message: an acked message is not delivered again,
+    // so once all three are acked nothing can still come back and run.
+    const acked = new Set<string>();
+    const nacked: string[] = [];
+    const answering = (m: Message) => {
+      const [ack, nack] = [m.ack.bind(m), m.nack.bind(m)];
+      m.ack = () => {
+        acked.add(m.id);
+        ack();
+      };
+      m.nack = () => {
+        nacked.push(m.attributes.orderId ?? "");
+        nack();
+      };
+      return onMessage(m);
+    };
+    subscription.on("message", answering);
     try {
       await topic.publishMessage({ data: Buffer.from("a"), attributes: { orderId: "o-1" } });
       await topic.publishMessage({ data: Buffer.from("a"), attributes: { orderId: "o-1" } });
       await topic.publishMessage({ data: Buffer.from("b"), attributes: { orderId: "flaky" } });
-      await until(() => runs.includes("o-1") && runs.includes("flaky"), 20_000, "the messages");
-      // Give a wrongly unacked duplicate time to come back.
-      await new Promise((r) => setTimeout(r, 1_500));
+      await until(() => acked.size === 3, 20_000, "all three messages acked");
       expect(runs.sort()).toEqual(["flaky", "o-1"]);
+      // The failure was nacked (a duplicate meeting the live first delivery may be too).
+      expect(nacked).toContain("flaky");
       expect(logger.at("ERROR").map((l) => l.fields.error)).toEqual(["Error: transient"]);
     } finally {
-      subscription.removeListener("message", onMessage);
+      subscription.removeListener("message", answering);
       await subscription.close();
     }
   });
@@ -78,7 +111,8 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
       if (failuresLeft-- > 0) throw new Error("transient");
       seen.push({ id: m.messageId, text: m.text(), subscription: m.subscription });
     });
-    const server = await listen(createHttpServer((req, res) => void fn(req, res)));
+    const statuses: number[] = [];
+    const server = await listen(createHttpServer(answered(fn, statuses)));
     try {
       const [topic] = await pubsub.createTopic(`push-${run}`);
       await topic.createSubscription(`push-${run}-sub`, {
@@ -86,8 +120,9 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
         retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 2 } },
       });
       const id = await topic.publishMessage({ json: { hello: "push" } });
-      await until(() => seen.length > 0, 20_000, "the push delivery");
-      await new Promise((r) => setTimeout(r, 1_500));
+      // A 2xx answer is an ack: the emulator pushes that message no more.
+      await until(() => statuses.some(ok), 20_000, "the push delivery acked");
+      expect(statuses).toEqual([500, 204]);
       expect(seen).toEqual([
         {
           id,
@@ -117,7 +152,8 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
         orderingKey: m.orderingKey,
       });
     });
-    const server = await listen(createHttpServer((req, res) => void fn(req, res)));
+    const statuses: number[] = [];
+    const server = await listen(createHttpServer(answered(fn, statuses)));
     try {
       const [topic] = await pubsub.createTopic(`unwrapped-${run}`);
       await topic.createSubscription(`unwrapped-${run}-sub`, {
@@ -131,8 +167,8 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
         attributes: { orderId: "o-7" },
         orderingKey: "customer-1",
       });
-      await until(() => seen.length > 0, 20_000, "the unwrapped push");
-      await new Promise((r) => setTimeout(r, 1_500));
+      await until(() => statuses.some(ok), 20_000, "the unwrapped push acked");
+      expect(statuses).toEqual([500, 204]);
       // The emulator writes the ordering key as x-goog-ordering-key, not the documented
       // x-goog-pubsub-ordering-key; both are read.
       expect(seen).toEqual([
@@ -165,7 +201,8 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
         runs.push(m.json<{ orderId: string }>().orderId);
       },
     );
-    const server = await listen(createHttpServer((req, res) => void fn(req, res)));
+    const statuses: number[] = [];
+    const server = await listen(createHttpServer(answered(fn, statuses)));
     try {
       const [topic] = await pubsub.createTopic(`bare-${run}`);
       await topic.createSubscription(`bare-${run}-sub`, {
@@ -175,7 +212,7 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
       // The same order published twice: two messages, one run.
       await topic.publishMessage({ json: { orderId: "o-8" } });
       await topic.publishMessage({ json: { orderId: "o-8" } });
-      await until(() => runs.length + duplicates.length >= 2, 20_000, "both unwrapped pushes");
+      await until(() => statuses.filter(ok).length >= 2, 20_000, "both unwrapped pushes acked");
       expect(runs).toEqual(["o-8"]);
       expect(duplicates).toEqual(["order:o-8"]);
     } finally {

@@ -146,6 +146,44 @@ function commitOf(): { sha: string; dirty: boolean } {
   }
 }
 
+/** The run as markdown: what ran, from which commit, the table, and the storm's counts. */
+function report(
+  result: {
+    ok: boolean;
+    finishedAt: string;
+    seconds: number;
+    commit: { sha: string; dirty: boolean };
+    options: Record<string, unknown>;
+    scenarios: readonly (Figures & { claim?: string | undefined })[];
+  },
+  table: readonly string[],
+): string {
+  const { sha, dirty } = result.commit;
+  const storm = result.scenarios.find((f) => f.scenario === "crash-storm");
+  const n = (x: unknown) => (typeof x === "number" ? x.toLocaleString("en-US") : String(x));
+  const lines = [
+    "# Functional suite: the last recorded run",
+    "",
+    `Written by \`npm run functional -- --record\` (do not edit by hand) from commit \`${sha}\`${dirty ? " **with uncommitted changes: not reproducible from that commit**" : ""}, finished ${result.finishedAt}, ${result.seconds} s in all. Options: ${Object.entries(
+      result.options,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}. ${result.ok ? "Every invariant held." : "**Some invariants were violated.**"}`,
+    "",
+    ...table,
+    "",
+  ];
+  if (storm) {
+    const notes = storm.notes;
+    lines.push(
+      `In the storm ${n(storm.supplierOrders)} orders (${n(storm.messages)} messages) ran their body ${n(storm.bodyRuns)} times and reached the supplier ${n(storm.supplierArrivals)} times. ${n(notes.sendsAbandonedByACrash)} sends ended with their worker dead before its complete (${n(notes.selfCrashesInWindow)} bodies killed their own worker right after the send; the harness SIGKILLed ${n(notes.harnessKills)} workers at random), and ${n(storm.resentAfterCrash)} of those orders were sent again by the worker that reclaimed the key after the lease lapsed (${n(storm.reclaims)} reclaims after a lapse, ${n(storm.reclaimsAfterRelease)} after a release). Every send beyond an order's first followed such a crash; the supplier's Idempotency-Key absorbed them: ${n(storm.supplierExactlyOnce)} of ${n(storm.supplierOrders)} orders accepted exactly once.${storm.emulatorLockWaits > 0 ? ` ${n(storm.emulatorLockWaits)} messages were waited for past the stall cutoff: a dead worker's transaction held their key on the emulator.` : ""}`,
+      "",
+    );
+  }
+  for (const f of result.scenarios) if (f.claim) lines.push(`- **${f.scenario}**: ${f.claim}`);
+  return `${lines.join("\n")}\n`;
+}
+
 /** Every worker's events so far, each file in the order its workers wrote it. */
 function readEvents(): WorkerEvent[] {
   return readdirSync(runDir)
@@ -520,13 +558,12 @@ try {
   );
   const line = (row: string[]) =>
     `| ${row.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join(" | ")} |`;
-  console.log("");
-  console.log(line(columns.map(([head]) => head)));
-  console.log(
+  const table = [
+    line(columns.map(([head]) => head)),
     `|${widths.map((w, i) => (i === 0 ? `:${"-".repeat(w + 1)}` : `${"-".repeat(w + 1)}:`)).join("|")}|`,
-  );
-  for (const row of cells) console.log(line(row));
-  console.log("");
+    ...cells.map(line),
+  ];
+  console.log(["", ...table, ""].join("\n"));
   for (const f of figures) {
     for (const v of f.violations) console.log(`VIOLATION ${f.scenario}: ${v}`);
     if (Object.keys(f.notes).length > 0) console.log(`  ${f.scenario}: ${JSON.stringify(f.notes)}`);
@@ -552,8 +589,13 @@ try {
     })),
   };
   const json = `${JSON.stringify(result, null, 2)}\n`;
+  const markdown = report(result, table);
   writeFileSync(join(resultsDir, "latest.json"), json);
-  if (values.record) writeFileSync(join(resultsDir, "reference.json"), json);
+  writeFileSync(join(resultsDir, "latest.md"), markdown);
+  if (values.record) {
+    writeFileSync(join(resultsDir, "reference.json"), json);
+    writeFileSync(join(resultsDir, "reference.md"), markdown);
+  }
   say(ok ? "OK: every invariant held" : "FAILED: see the violations above");
   process.exitCode = ok ? 0 : 1;
 } catch (error) {

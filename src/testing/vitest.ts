@@ -5,7 +5,7 @@
  *
  * @module gcp-pubsub-idempotency/testing/vitest
  */
-import { beforeAll, describe, it } from "vitest";
+import { beforeAll, describe, it, type TestContext } from "vitest";
 import {
   type BackendContractTarget,
   describeBackendContract as describeWithRunner,
@@ -15,7 +15,9 @@ import {
 export * from "./index.js";
 
 /**
- * vitest's `describe`, `it` and `beforeAll`, as a {@link TestRunner}.
+ * vitest's `describe`, `it` and `beforeAll`, as a {@link TestRunner}; a case that does not
+ * apply to the backend (an optional method it lacks) is skipped with the test context's
+ * `skip`, its reason as the note.
  *
  * @example
  * ```ts
@@ -29,7 +31,12 @@ export * from "./index.js";
  * );
  * ```
  */
-export const vitestRunner: TestRunner = { describe, it, beforeAll };
+export const vitestRunner: TestRunner = {
+  describe,
+  it,
+  beforeAll,
+  skip: (context, reason) => (context as TestContext).skip(reason),
+};
 
 /**
  * Register the backend contract suite with vitest: `describeBackendContract` from

@@ -1,6 +1,7 @@
 /**
  * The contract suite is runner-agnostic: run it under node:test (no vitest in that process)
- * against InMemoryLock, and against a backend that breaks the contract, which must fail.
+ * against InMemoryLock, against a backend that breaks the contract, which must fail, and
+ * against one that lacks the optional methods, whose cases node:test must report skipped.
  */
 import { execFile } from "node:child_process";
 import { dirname, resolve } from "node:path";
@@ -10,13 +11,14 @@ import { describe, expect, it } from "vitest";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const fixture = "test/testing/fixtures/contract-under-node-test.ts";
 /** Cases per target: keep in step with src/testing/contract.ts. */
-const CASES_PER_TARGET = 36;
+const CASES_PER_TARGET = 37;
 
 interface Summary {
   code: number;
   tests: number;
   pass: number;
   fail: number;
+  skipped: number;
   output: string;
 }
 
@@ -34,7 +36,14 @@ function runUnderNodeTest(env: Record<string, string> = {}): Promise<Summary> {
           return Number(match?.[1]);
         };
         const code = error ? Number((error as { code?: unknown }).code ?? 1) : 0;
-        done({ code, tests: count("tests"), pass: count("pass"), fail: count("fail"), output });
+        done({
+          code,
+          tests: count("tests"),
+          pass: count("pass"),
+          fail: count("fail"),
+          skipped: count("skipped"),
+          output,
+        });
       },
     );
   });
@@ -46,6 +55,7 @@ describe("the contract suite under node:test", () => {
     expect({ code: run.code, fail: run.fail }, run.output).toEqual({ code: 0, fail: 0 });
     expect(run.tests).toBe(2 * CASES_PER_TARGET);
     expect(run.pass).toBe(run.tests);
+    expect(run.skipped).toBe(0);
   }, 60_000);
 
   it("fails against a backend whose stale completes commit", async () => {
@@ -54,5 +64,25 @@ describe("the contract suite under node:test", () => {
     expect(run.tests).toBe(CASES_PER_TARGET);
     expect(run.fail).toBeGreaterThan(0);
     expect(run.output).toContain("a zombie cannot complete over a newer claim");
+  }, 60_000);
+
+  it("skips the cases of the methods a backend lacks, naming them, and fails a do-nothing purge", async () => {
+    const run = await runUnderNodeTest({ CONTRACT_INCOMPLETE: "1" });
+    expect(run.code, run.output).not.toBe(0);
+    expect(run.tests).toBe(CASES_PER_TARGET);
+    // renew: 2 cases, inspect: 3, forceRelease: 3; the rest run.
+    expect({ skipped: run.skipped, fail: run.fail, pass: run.pass }, run.output).toEqual({
+      skipped: 8,
+      fail: 1,
+      pass: CASES_PER_TARGET - 9,
+    });
+    const skips = run.output.match(/^\s*ok \d+ - .+ # SKIP .+$/gm) ?? [];
+    const reasons = skips.map((line) => line.replace(/^.* # SKIP /, ""));
+    expect(reasons.sort()).toEqual([
+      ...Array(3).fill("the backend has no forceRelease(): this case needs it"),
+      ...Array(3).fill("the backend has no inspect(): this case needs it"),
+      ...Array(2).fill("the backend has no renew(): this case needs it"),
+    ]);
+    expect(run.output).toMatch(/^\s*not ok \d+ - purgeExpired deletes the expired records/m);
   }, 60_000);
 });

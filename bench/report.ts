@@ -217,7 +217,10 @@ function cpuSides(
 
 /** Attach the cause of a target that is not met: measured figures, then what would be needed. */
 function withCause(target: Target, measured: string, needed: string): Target {
-  return target.met === true ? target : { ...target, cause: `${measured} ${needed}`.trim() };
+  // A target not measured has no cause to give: nothing of it ran.
+  return target.met === true || target.measured === "—"
+    ? target
+    : { ...target, cause: `${measured} ${needed}`.trim() };
 }
 
 /** The targets of BENCHMARKS.md's table; each ratio median [min–max] over the rounds. */

@@ -185,6 +185,37 @@ describe("renderMarkdown", () => {
     expect(ok.met).toBe(true);
   });
 
+  it("gives no cause for a target nothing of which ran", () => {
+    expect(targets(emptyRun()).filter((t) => t.cause)).toEqual([]);
+    expect(renderMarkdown(emptyRun())).not.toContain("Where a target is not met");
+  });
+
+  it("judges a scale run by the spread of largest ÷ smallest, round by round", () => {
+    const result = (rounds: number[]) => ({
+      opsPerSec: rounds.reduce((a, b) => a + b, 0) / rounds.length,
+      p50: 1,
+      p99: 1,
+      ops: 1,
+      rounds,
+      clientCpu: [],
+    });
+    const scale = (last: number[]) => ({
+      id: "redis",
+      title: "Redis",
+      sizes: [1_000, 1_000_000],
+      results: [result([100, 100, 100]), result(last)],
+      loadSeconds: [0, 0],
+      note: "",
+    });
+    const judged = (last: number[]) =>
+      targets(emptyRun({ scales: [scale(last)] })).find((t) => t.what.startsWith("Scale, redis"))!;
+    // The median (0.95) was enough before; one round at 0.85 now leaves it unestablished.
+    expect(judged([95, 85, 99]).met).toBeUndefined();
+    expect(judged([95, 91, 99]).met).toBe(true);
+    expect(judged([80, 85, 70]).met).toBe(false);
+    expect(judged([95, 91, 99]).measured).toContain("1M ÷ 1k 0.95× [0.91–0.99]");
+  });
+
   it("reports each pass's own load in the repeat section", () => {
     const pass = (k: number) => emptyRun({ loadAtStart: `${k}.00 0 0`, loadAtEnd: `${k}.50 0 0` });
     const runs = [pass(1), pass(2), pass(3)];

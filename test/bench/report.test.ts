@@ -88,7 +88,7 @@ describe("surfaceCause: figures from the run", () => {
     expect(text).toContain("InMemoryLock's claim 0.10 µs");
     expect(text).toContain("0.04 µs");
     expect(text).toContain("1.5 µs more than a pull message");
-    expect(text).toContain("leaves 0.30 µs per delivery");
+    expect(text).toContain("allows 0.30 µs per delivery in all, the claim's own 0.10 µs included");
     expect(text).not.toMatch(/about 0\.5 µs|0\.13 µs|0\.1–0\.2 µs/);
   });
 

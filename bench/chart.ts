@@ -109,11 +109,30 @@ function legend(y: number): string {
   return items.join("");
 }
 
-const svg = (title: string, width: number, height: number, body: string) =>
-  `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">` +
-  `<title>${esc(title)}</title><rect width="100%" height="100%" fill="white"/>${body}</svg>\n`;
+/** The provenance line as plain text: no Markdown emphasis or code marks. */
+const plain = (line: string) => line.replace(/\*\*|`/g, "");
 
-export function throughputChart(backends: BackendResult[], concurrency: readonly number[]): string {
+/**
+ * An SVG document; `note` (the run's provenance line) goes in its <desc> and, visibly, in a
+ * band of its own under the body.
+ */
+const svg = (title: string, width: number, height: number, body: string, note?: string) => {
+  const band = note === undefined ? 0 : 18;
+  const total = height + band;
+  const noted = note === undefined ? "" : `<desc>${esc(plain(note))}</desc>`;
+  const visible =
+    note === undefined ? "" : text(6, height + 12, plain(note), 'font-size="9" fill="#555"');
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${total}" viewBox="0 0 ${width} ${total}" font-family="sans-serif" font-size="12">` +
+    `<title>${esc(title)}</title>${noted}<rect width="100%" height="100%" fill="white"/>${body}${visible}</svg>\n`
+  );
+};
+
+export function throughputChart(
+  backends: BackendResult[],
+  concurrency: readonly number[],
+  note?: string,
+): string {
   const shown = backends.filter((b) => b.cells.size > 0);
   const columns = 4;
   const rows = Math.max(1, Math.ceil(shown.length / columns));
@@ -127,10 +146,11 @@ export function throughputChart(backends: BackendResult[], concurrency: readonly
     width,
     height,
     panels.join("") + legend(rows * H + 20),
+    note,
   );
 }
 
-export function scaleChart(scales: ScaleResult[]): string {
+export function scaleChart(scales: ScaleResult[], note?: string): string {
   const width = 640;
   const height = 300;
   const m = { left: 60, right: 170, top: 30, bottom: 40 };
@@ -191,5 +211,5 @@ export function scaleChart(scales: ScaleResult[]): string {
       'font-size="10" fill="#d62728"',
     ),
   );
-  return svg("First-delivery throughput vs keys already stored", width, height, out.join(""));
+  return svg("First-delivery throughput vs keys already stored", width, height, out.join(""), note);
 }

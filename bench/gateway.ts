@@ -49,6 +49,12 @@ export interface SurfacePathResult {
   httpPerCpuSecond: number;
   messagePerCpuSecond: number;
   rounds: number;
+  /** Round by round (the four took turns inside each round): the spread of each figure. */
+  perRound: {
+    memoryClaim: number[];
+    httpPerCpuSecond: number[];
+    messagePerCpuSecond: number[];
+  };
 }
 
 export interface GatewayResult {
@@ -71,6 +77,11 @@ export interface GatewayResult {
   newTokens: number;
   /** deliveries timed per surface path */
   deliveries: number;
+  /**
+   * CPU µs of one `gatewayDisabled()` call (the `GCP_PUBSUB_IDEMPOTENCY_DISABLED` read every
+   * delivery makes), median over the rounds.
+   */
+  disabledCheckUs: number;
   duplicate: SurfacePathResult;
   held: SurfacePathResult;
 }
@@ -83,7 +94,7 @@ async function rate(n: number, fn: () => Promise<unknown>): Promise<number> {
 }
 
 export async function gatewayBench(cycles: number, rounds: number): Promise<GatewayResult> {
-  const { lock } = (await publishedBuild()).core;
+  const { lock, gatewayDisabled } = (await publishedBuild()).core;
   const backend = new InstantBackend();
   const options = { backend, leaseMs: 60_000 };
   const floor = await rate(cycles, async () => {
@@ -106,7 +117,23 @@ export async function gatewayBench(cycles: number, rounds: number): Promise<Gate
     deliveries,
     duplicate: await surfaceRates("done", deliveries, rounds),
     held: await surfaceRates("held", deliveries, rounds),
+    disabledCheckUs: disabledCheck(gatewayDisabled, deliveries, rounds),
   };
+}
+
+/** CPU µs per call of the environment check every delivery makes, median over rounds. */
+function disabledCheck(check: () => boolean, n: number, rounds: number): number {
+  let sink = 0;
+  const perCall: number[] = [];
+  for (let round = 0; round <= rounds; round++) {
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < n; i++) if (check()) sink++;
+    const used = process.cpuUsage(cpu);
+    // Round 0 warms the JIT up and is not kept.
+    if (round > 0) perCall.push((used.user + used.system) / n);
+  }
+  if (sink > 0) throw new Error("bench: GCP_PUBSUB_IDEMPOTENCY_DISABLED is set; unset it to bench");
+  return median(perCall);
 }
 
 /** Rate and CPU time per call of `fn`, called `n` times one after another. */
@@ -202,6 +229,11 @@ async function surfaceRates(
     httpPerCpuSecond: perCpu("http"),
     messagePerCpuSecond: perCpu("message"),
     rounds,
+    perRound: {
+      memoryClaim: seen.memory.map(([r]) => r),
+      httpPerCpuSecond: seen.http.map(([, c]) => c),
+      messagePerCpuSecond: seen.message.map(([, c]) => c),
+    },
   };
 }
 

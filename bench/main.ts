@@ -3,19 +3,23 @@
  * run, the scale runs and the gateway's own cost; rewrites BENCHMARKS.md and its charts.
  *
  *   npm run bench                      full run (about 35 minutes), rewrites BENCHMARKS.md
- *   npm run bench -- --quick           about 2 minutes, also rewrites BENCHMARKS.md
+ *   npm run bench -- --quick [--out FILE.md]   about 2 minutes
  *   npm run bench -- --smoke           seconds; proves it runs, writes nothing (CI)
  *   npm run bench -- --only redis,postgres [--out FILE.md]
  *   npm run bench -- --only memory,redis --repeat 3   the selection 3 times, with the spread
  *   npm run bench -- --in-flight 16    only that many operations in flight (default 1,16,64)
  *
- * --in-flight, like --only, writes only to --out, and runs no scale run unless `scale` is named.
- * --only takes backend names (below), `scale`, `gateway`, `telemetry` and `transaction`; a backend's name
- * also selects its scale run (redis, postgres, memory). A run with --only or --smoke writes
- * only to --out, except `transaction`: lockInTransaction against lock() plus its own
- * transaction on every SQL dialect (bench/transaction.ts), written to
- * docs/benchmarks/transaction.md by any run but --smoke (`npm run bench:transaction` is
- * `--only transaction`).
+ * Only the full run of everything with no --out writes into the repository: BENCHMARKS.md,
+ * its charts and docs/benchmarks/transaction.md. Any run with --out, --only, --in-flight,
+ * --quick or --smoke writes next to --out (FILE.md, FILE-throughput.svg, FILE-scale.svg,
+ * FILE-transaction.md) or, without --out, nothing: it prints the target table (and the
+ * transaction report) instead. Every file written names the commit the run measured and
+ * whether the tree had uncommitted changes (bench/provenance.ts).
+ * --in-flight runs no scale run unless `scale` is named.
+ * --only takes backend names (below), `scale`, `gateway`, `telemetry` and `transaction`; a
+ * backend's name also selects its scale run (redis, postgres, memory). `transaction` is
+ * lockInTransaction against lock() plus its own transaction on every SQL dialect
+ * (bench/transaction.ts; `npm run bench:transaction` is `--only transaction`).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -28,6 +32,7 @@ import { spannerBench } from "./backends/spanner.js";
 import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
 import { scaleChart, throughputChart } from "./chart.js";
 import { gatewayBench } from "./gateway.js";
+import { provenanceLine, readProvenance } from "./provenance.js";
 import { type RunResult, renderMarkdown } from "./report.js";
 import {
   fmtMs,
@@ -135,11 +140,22 @@ const scales = Object.keys(SCALES).filter(
   (id) => selected("scale") || (args.inFlight === undefined && args.only?.includes(id)),
 );
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const published = join(root, "BENCHMARKS.md");
+// Only the full run of everything, with no --out, writes into the repository.
 const out =
   args.out ??
-  (args.only === undefined && args.inFlight === undefined && args.size !== "smoke"
-    ? join(root, "BENCHMARKS.md")
+  (args.only === undefined && args.inFlight === undefined && args.size === "full"
+    ? published
     : undefined);
+/** Where the run's other files go: docs/benchmarks/ beside BENCHMARKS.md, else beside --out. */
+const sideFile = (name: string): string | undefined => {
+  if (out === undefined) return undefined;
+  if (out === published) return join(root, "docs", "benchmarks", name);
+  return join(dirname(out), `${out.replace(/^.*\//, "").replace(/\.md$/, "")}-${name}`);
+};
+// Read before anything is written: the tree the run measures.
+const provenance = readProvenance(root);
+const provenanceText = provenanceLine(provenance);
 
 // A rough duration up front: cells × systems × rounds × (warm-up + timed), plus set-up.
 const systemsGuess: Record<string, number> = {
@@ -161,7 +177,7 @@ const estimate =
     ? 3 * 2 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
     : 0);
 progress(
-  `${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}${selected("transaction") ? "; transaction" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
+  `${provenanceText.replace(/\*\*/g, "")}\n${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}${selected("transaction") ? "; transaction" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
 );
 
 let failures = 0;
@@ -179,6 +195,7 @@ async function measure(pass: number): Promise<RunResult> {
   const run: RunResult = {
     settings,
     command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+    provenance,
     date: new Date().toISOString(),
     machine: `${os.cpus()[0]?.model.trim() ?? "?"}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`,
     node: process.version,
@@ -215,14 +232,15 @@ async function measure(pass: number): Promise<RunResult> {
     const rounds = args.size === "full" ? 2 * settings.rounds : settings.rounds;
     const { markdown, failed, ratios } = await transactionBench(
       { ...settings, rounds },
-      { command: run.command },
+      { command: run.command, provenance: provenanceText },
     );
     if (failed) failures++;
     run.transaction = ratios;
-    if (args.size === "smoke") {
+    const file = sideFile("transaction.md");
+    if (file === undefined) {
       console.log(markdown);
     } else {
-      const file = join(root, "docs", "benchmarks", "transaction.md");
+      mkdirSync(dirname(file), { recursive: true });
       writeFileSync(file, markdown);
       progress(`wrote ${relative(process.cwd(), file)}`);
     }
@@ -318,23 +336,33 @@ async function measure(pass: number): Promise<RunResult> {
 
 const runs: RunResult[] = [];
 for (let pass = 0; pass < args.repeat; pass++) runs.push(await measure(pass));
-const run = runs.at(-1)!;
-if (runs.length > 1) run.repeats = runs;
-run.seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
-run.loadAtStart = runs[0]!.loadAtStart;
+// The report: the last pass's tables, with the whole run's span. A copy, so every pass in
+// `repeats` keeps its own load, date and duration (the last pass's were once overwritten
+// with the first's start load and the total time, so the repeat section printed pass 1's
+// load twice and never the last pass's).
+const last = runs.at(-1)!;
+const run: RunResult = {
+  ...last,
+  charts: {},
+  date: runs[0]!.date,
+  loadAtStart: runs[0]!.loadAtStart,
+  seconds: runs.reduce((sum, r) => sum + r.seconds, 0),
+  ...(runs.length > 1 ? { repeats: runs } : {}),
+};
 
 if (out !== undefined) {
   const dir = dirname(out);
-  const chartDir = out === join(root, "BENCHMARKS.md") ? join(root, "docs", "benchmarks") : dir;
-  const base =
-    out === join(root, "BENCHMARKS.md") ? "" : `${out.replace(/^.*\//, "").replace(/\.md$/, "")}-`;
-  mkdirSync(chartDir, { recursive: true });
-  const throughputFile = join(chartDir, `${base}throughput.svg`);
-  writeFileSync(throughputFile, throughputChart(run.backends, settings.concurrency));
+  mkdirSync(dir, { recursive: true });
+  const throughputFile = sideFile("throughput.svg")!;
+  mkdirSync(dirname(throughputFile), { recursive: true });
+  writeFileSync(
+    throughputFile,
+    throughputChart(run.backends, settings.concurrency, provenanceText),
+  );
   run.charts.throughput = relative(dir, throughputFile);
   if (run.scales.length > 0) {
-    const scaleFile = join(chartDir, `${base}scale.svg`);
-    writeFileSync(scaleFile, scaleChart(run.scales));
+    const scaleFile = sideFile("scale.svg")!;
+    writeFileSync(scaleFile, scaleChart(run.scales, provenanceText));
     run.charts.scale = relative(dir, scaleFile);
   }
   writeFileSync(out, renderMarkdown(run));
@@ -342,10 +370,10 @@ if (out !== undefined) {
 } else {
   // Still render, so a smoke run proves the report and the charts build.
   const text = renderMarkdown(run);
-  throughputChart(run.backends, settings.concurrency);
-  scaleChart(run.scales);
+  throughputChart(run.backends, settings.concurrency, provenanceText);
+  scaleChart(run.scales, provenanceText);
   const targets = text.split("\n## ")[1] ?? "";
-  console.log(`## ${targets.trim()}`);
+  console.log(`${provenanceText}\n\n## ${targets.trim()}`);
 }
 progress(
   `done in ${run.seconds.toFixed(0)} s, load ${run.loadAtEnd}${failures ? `; ${failures} part(s) FAILED` : ""}`,

@@ -28,6 +28,12 @@ export interface TelemetryResult {
   lock: Record<TelemetryVariant, number>;
   /** idempotentHttp pushes per second, median of the rounds. */
   push: Record<TelemetryVariant, number>;
+  /**
+   * Each round's rate, in round order: the variants took turns inside a round, so a ratio
+   * of two variants is taken round by round (its spread is what the target table judges).
+   */
+  lockRounds: Record<TelemetryVariant, number[]>;
+  pushRounds: Record<TelemetryVariant, number[]>;
 }
 
 /** Takes every span and drops it: the SDK's whole cost, no I/O. */
@@ -120,5 +126,13 @@ export async function telemetryBench(cycles: number, rounds: number): Promise<Te
     noSdk: median(rates.noSdk),
     sdk: median(rates.sdk),
   });
-  return { cycles, pushes, rounds, lock: medians(lockRates), push: medians(pushRates) };
+  return {
+    cycles,
+    pushes,
+    rounds,
+    lock: medians(lockRates),
+    push: medians(pushRates),
+    lockRounds: lockRates,
+    pushRounds: pushRates,
+  };
 }

@@ -9,8 +9,9 @@
  * business transaction). The business table has no unique constraint, as the mode allows.
  *
  * Run by the suite (bench/main.ts): `npm run bench -- --only transaction` (or its alias
- * `npm run bench:transaction`); the full run rewrites docs/benchmarks/transaction.md, and
- * `--smoke` runs it at a tiny size.
+ * `npm run bench:transaction`); the full run (no --only, --out, --quick or --smoke) rewrites
+ * docs/benchmarks/transaction.md, a run with --out writes it next to that file, any other
+ * prints it; `--smoke` runs it at a tiny size.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -206,6 +207,8 @@ const DIALECTS: Record<string, () => Promise<Dialect>> = { postgres, mariadb, sq
 export interface TransactionBenchOptions {
   /** The command that ran it, for the report's header. */
   readonly command: string;
+  /** The run's provenance line (bench/provenance.ts): the commit and whether the tree was dirty. */
+  readonly provenance?: string;
   /** Dialect ids (postgres, mariadb, sqlite); default all. */
   readonly only?: readonly string[];
   /** Default 1, 16, 64 (1 and 16 at smoke size). */
@@ -233,6 +236,7 @@ export async function transactionBench(
     "",
     `Written by \`${options.command}\`.`,
     "",
+    ...(options.provenance === undefined ? [] : [options.provenance, ""]),
     `- Date: ${new Date().toISOString()} (${settings.size} size); Node ${process.version}; ${os.cpus().length} cores; servers on 127.0.0.1`,
     `- Load average at start: ${loadAverage()}. Other processes share these cores: compare within a run.`,
     `- Each cell: ${settings.rounds} round(s), the two interleaved, ${settings.warmupMs} ms warm-up then ${settings.roundMs} ms timed each; every operation a fresh key and one business row (no unique constraint).`,

@@ -3,7 +3,8 @@
  * ioredis with auto-pipelining, @redis/client and GLIDE (@valkey/valkey-glide), beside
  * Powertools' idempotency over @redis/client; and on a private three-node Redis Cluster
  * started for the run, over the three clients' cluster flavours.
- * The floor makes the same script calls, each doing the same server-side reads and writes.
+ * The floor makes the same script calls, each doing the same server-side reads and writes
+ * (the claim writes a fixed token where RedisLock writes a random one).
  */
 import {
   IdempotencyAlreadyInProgressError,
@@ -21,6 +22,7 @@ import type { Settings } from "../runner.js";
 import {
   type BackendBench,
   type Contender,
+  check,
   expectRejection,
   KEYS,
   LEASE_MS,
@@ -125,8 +127,12 @@ async function powertools(
   const gate = new Promise<void>((done) => {
     openGate = done;
   });
+  // How often the body ran for each key, so each cell can prove Powertools did its work, as
+  // ours is held to (a first delivery runs the body once, a duplicate never again).
+  const bodyRuns = new Map<string, number>();
   const handler = makeIdempotent(
     async (event: { id: string }, _context: unknown): Promise<void> => {
+      bodyRuns.set(event.id, (bodyRuns.get(event.id) ?? 0) + 1);
       if (event.id === KEYS.held) await gate;
     },
     {
@@ -142,17 +148,37 @@ async function powertools(
   for (let i = 0; i < settings.dupKeys; i++) await handler({ id: KEYS.dup(i, settings) }, context);
   const holder = handler({ id: KEYS.held }, context);
   await new Promise((done) => setTimeout(done, 50)); // let the held claim land
+  check(
+    bodyRuns.size === settings.dupKeys + 1 && [...bodyRuns.values()].every((n) => n === 1),
+    "powertools ran the body once for each seeded key",
+  );
+  const ranOnce = (id: string, what: string) =>
+    check(bodyRuns.get(id) === 1, `powertools ${what}: the body ran ${bodyRuns.get(id) ?? 0}×`);
   return {
     contender: {
       name,
       role: "peer",
       floor: "floor/@redis",
       ops: {
-        first: (i) => handler({ id: KEYS.first(name, i) }, context),
-        // A completed key: Powertools answers with the stored result.
-        duplicate: (i) => handler({ id: KEYS.dup(i, settings) }, context),
-        contention: () =>
-          expectRejection(handler({ id: KEYS.held }, context), IdempotencyAlreadyInProgressError),
+        first: async (i) => {
+          const id = KEYS.first(name, i);
+          await handler({ id }, context);
+          ranOnce(id, `first delivery of ${id}`);
+          bodyRuns.delete(id); // fresh keys never come back; keep the map small
+        },
+        // A completed key: Powertools answers with the stored result, without the body.
+        duplicate: async (i) => {
+          const id = KEYS.dup(i, settings);
+          await handler({ id }, context);
+          ranOnce(id, `duplicate of ${id}`);
+        },
+        contention: async () => {
+          await expectRejection(
+            handler({ id: KEYS.held }, context),
+            IdempotencyAlreadyInProgressError,
+          );
+          ranOnce(KEYS.held, "contention on the held key");
+        },
       },
     },
     stop: async () => {

@@ -2,7 +2,11 @@
  * SqlLock on PostgreSQL and MariaDB (a private database each, created and dropped) and on
  * SQLite (a WAL file in a temp dir), beside two other ways to use the same table:
  *   floor    — the same number of round trips SqlLock makes, each the plainest statement
- *              that could do its part (INSERT … ON CONFLICT DO NOTHING, UPDATE, SELECT);
+ *              that could do its part and reading what SqlLock reads: a claim reads the
+ *              record and inserts one only when there is none (PostgreSQL: one statement,
+ *              a CTE that SELECTs the row then INSERTs … ON CONFLICT DO NOTHING; MariaDB and
+ *              SQLite: a SELECT, then INSERT when no row was found, as SqlLock's peek does);
+ *              complete / release an UPDATE;
  *   row-lock — the classic claim design: BEGIN; SELECT … FOR UPDATE; INSERT or UPDATE;
  *              COMMIT (BEGIN IMMEDIATE on SQLite), then the complete UPDATE.
  * PostgreSQL statements are named prepared statements; mysql2 uses execute() (prepared).
@@ -35,32 +39,47 @@ const SCHEMA_COLUMNS = `"key", state, fencing_id, lease_expires_at, expires_at, 
 
 /** The raw statements a floor is made of; each call is one round trip. */
 interface FloorStatements {
-  /** INSERT of a claimed row unless the key exists; resolves to the rows inserted. */
-  insert(key: string): Promise<number>;
   /**
-   * A SELECT of the row by key, where SqlLock reads before it writes (MySQL): a row found
-   * answers the claim with no write; resolves to whether one was.
+   * The claim's read and write: the record's state when the key has one (nothing written),
+   * undefined when a claimed row was inserted. One statement on PostgreSQL; a SELECT, then
+   * an INSERT only when no row was found, where SqlLock reads before it writes (MySQL, SQLite).
    */
-  select?(key: string): Promise<boolean>;
+  claim(key: string): Promise<string | undefined>;
+  /** A SELECT of the row by key, where SqlLock reads before it writes (MySQL, SQLite). */
+  select?(key: string): Promise<string | undefined>;
   /** An UPDATE of the row by key (complete / release). */
   update(key: string): Promise<unknown>;
   /** An upsert that bumps the fence: the reclaim of a mutex cycle. */
   bump(key: string): Promise<unknown>;
 }
 
+/** A SELECT then, when no row was found, an INSERT: the claim of a dialect that reads first. */
+function selectThenInsert(
+  select: (key: string) => Promise<string | undefined>,
+  insert: (key: string) => Promise<number>,
+): (key: string) => Promise<string | undefined> {
+  return async (key) => {
+    const state = await select(key);
+    if (state !== undefined) return state;
+    check((await insert(key)) === 1, "floor insert of a key it found absent");
+    return undefined;
+  };
+}
+
 function sqlFloor(name: string, settings: Settings, s: FloorStatements): Contender {
-  const claim = async (key: string) => ((await s.select?.(key)) ? 0 : s.insert(key));
   return {
     name,
     role: "floor",
     ops: {
       first: async (i) => {
         const key = KEYS.first(name, i);
-        check((await claim(key)) === 1, "floor insert of a fresh key");
+        check((await s.claim(key)) === undefined, "floor insert of a fresh key");
         await s.update(key);
       },
-      duplicate: async (i) => check((await claim(KEYS.dup(i, settings))) === 0, "dup exists"),
-      contention: async () => check((await claim(KEYS.held)) === 0, "held exists"),
+      duplicate: async (i) =>
+        check((await s.claim(KEYS.dup(i, settings))) === "done", "floor read the done record"),
+      contention: async () =>
+        check((await s.claim(KEYS.held)) === "claimed", "floor read the held record"),
       mutex: async (_i, w) => {
         const key = KEYS.mutex(name, w);
         await s.select?.(key);
@@ -135,6 +154,20 @@ const claimedRow = (now: number) => [now + LEASE_MS, now + LEASE_MS + TTL_MS, "t
 const PG_SQL = {
   insert: `INSERT INTO ${TABLE} (${SCHEMA_COLUMNS}) VALUES ($1, 'claimed', 1, $2, $3, $4)
     ON CONFLICT ("key") DO NOTHING`,
+  // The floor's claim: SqlLock's shape (read the record; insert only when there is none;
+  // return the row either way) with none of its logic (no liveness test, no DO UPDATE arm).
+  readOrInsert: `WITH found AS (
+      SELECT state, fencing_id, lease_expires_at, token FROM ${TABLE} WHERE "key" = $1::text
+    ), inserted AS (
+      INSERT INTO ${TABLE} (${SCHEMA_COLUMNS})
+      SELECT $1::text, 'claimed', 1, $2::bigint, $3::bigint, $4::text
+      WHERE NOT EXISTS (SELECT 1 FROM found)
+      ON CONFLICT ("key") DO NOTHING
+      RETURNING state, fencing_id, lease_expires_at, token
+    )
+    SELECT state, false AS inserted FROM found
+    UNION ALL
+    SELECT state, true AS inserted FROM inserted`,
   update: `UPDATE ${TABLE} SET state = 'done', expires_at = $2 WHERE "key" = $1 AND fencing_id = 1`,
   bump: `INSERT INTO ${TABLE} AS r (${SCHEMA_COLUMNS}) VALUES ($1, 'claimed', 1, $2, $3, $4)
     ON CONFLICT ("key") DO UPDATE SET fencing_id = r.fencing_id + 1`,
@@ -153,7 +186,13 @@ const pgq = (db: pg.Pool | pg.PoolClient, name: PgName, values: unknown[] = []) 
 function pgContenders(pool: pg.Pool, settings: Settings): Contender[] {
   const fresh = (key: string) => [key, ...claimedRow(Date.now())];
   const floor: FloorStatements = {
-    insert: async (key) => (await pgq(pool, "insert", fresh(key))).rowCount ?? 0,
+    claim: async (key) => {
+      const row = (await pgq(pool, "readOrInsert", fresh(key))).rows[0] as
+        | { state: string; inserted: boolean }
+        | undefined;
+      check(row !== undefined, "the floor's claim returns the row");
+      return row!.inserted ? undefined : row!.state;
+    },
     update: (key) => pgq(pool, "update", [key, Date.now() + TTL_MS]),
     bump: (key) => pgq(pool, "bump", fresh(key)),
   };
@@ -232,7 +271,7 @@ export const postgresBench: BackendBench = {
     return {
       versions: `PostgreSQL ${db.version}; pg ${version("pg")}; a pg Pool with max = in flight`,
       floorNote:
-        "INSERT … ON CONFLICT DO NOTHING (+ one UPDATE for a first delivery); a mutex cycle is an upsert + an UPDATE; all named prepared statements",
+        "a claim is one statement that reads the record and inserts a claimed one only when there is none (a CTE: SELECT, then INSERT … ON CONFLICT DO NOTHING, returning the row either way; SqlLock's shape without its liveness test or DO UPDATE arm), + one UPDATE for a first delivery; a mutex cycle is an upsert + an UPDATE; all named prepared statements",
       async open(concurrency) {
         const pool = new pg.Pool({ connectionString: db.url, max: concurrency });
         pool.on("error", () => {});
@@ -264,9 +303,13 @@ const affected = (result: unknown) => (result as { affectedRows: number }).affec
 
 function myContenders(pool: mysql.Pool, settings: Settings): Contender[] {
   const fresh = (key: string) => [key, ...claimedRow(Date.now())];
+  const select = async (key: string) =>
+    ((await pool.execute(MY_SQL.select, [key]))[0] as Array<{ state: string }>)[0]?.state;
   const floor: FloorStatements = {
-    insert: async (key) => affected((await pool.execute(MY_SQL.insert, fresh(key)))[0]),
-    select: async (key) => ((await pool.execute(MY_SQL.select, [key]))[0] as unknown[]).length > 0,
+    claim: selectThenInsert(select, async (key) =>
+      affected((await pool.execute(MY_SQL.insert, fresh(key)))[0]),
+    ),
+    select,
     update: (key) => pool.execute(MY_SQL.update, [Date.now() + TTL_MS, key]),
     bump: (key) => pool.execute(MY_SQL.bump, fresh(key)),
   };
@@ -395,8 +438,12 @@ export const sqliteBench: BackendBench = {
       /** Positional values as the @p1, @p2, … the statements name. */
       const p = (...values: Array<string | number>) =>
         Object.fromEntries(values.map((v, k) => [`p${k + 1}`, v]));
+      const select = async (key: string) =>
+        (st.select.get(p(key)) as { state: string } | undefined)?.state;
       const floor: FloorStatements = {
-        insert: async (key) => st.insert.run(p(...fresh(key))).changes,
+        // SqlLock's peek, then its claim only when the peek found nothing.
+        claim: selectThenInsert(select, async (key) => st.insert.run(p(...fresh(key))).changes),
+        select,
         update: async (key) => st.update.run(p(key, Date.now() + TTL_MS)),
         bump: async (key) => st.bump.run(p(...fresh(key))),
       };
@@ -441,7 +488,7 @@ export const sqliteBench: BackendBench = {
       return {
         versions: `SQLite ${sqliteVersion}; better-sqlite3 ${version("better-sqlite3")}; one connection, WAL file in a temp dir`,
         floorNote:
-          "INSERT … ON CONFLICT DO NOTHING (+ one UPDATE for a first delivery); a mutex cycle is an upsert + an UPDATE; prepared once",
+          "a SELECT of the record per claim (SqlLock's peek), + INSERT … ON CONFLICT DO NOTHING when no row was found, + one UPDATE for a first delivery; a mutex cycle is a SELECT + an upsert + an UPDATE; prepared once",
         open: async () => ({ contenders, close: async () => {} }),
         stop,
       };

@@ -11,6 +11,27 @@ const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
   exports: unknown;
 };
 
+/** Where README's links point for everything the package does not ship. */
+const REPOSITORY_BLOB = "https://github.com/gcp-pubsub-idempotency/gcp-pubsub-idempotency/blob/main/";
+
+/** The anchors GitHub gives a document's headings. */
+function headingSlugs(path: string): Set<string> {
+  const slugs = new Set<string>();
+  let fenced = false;
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    if (line.startsWith("```")) fenced = !fenced;
+    const heading = !fenced && /^#{1,6} (.+)$/.exec(line);
+    if (heading)
+      slugs.add(
+        (heading[1] ?? "")
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}\- _]/gu, "")
+          .replace(/ /g, "-"),
+      );
+  }
+  return slugs;
+}
+
 function markdownFiles(): string[] {
   const top = readdirSync(root).filter((name) => name.endsWith(".md"));
   const docs = readdirSync(join(root, "docs"), { recursive: true, encoding: "utf8" })
@@ -63,6 +84,34 @@ describe("documentation code blocks", () => {
       );
     expect(named.length).toBeGreaterThan(3);
     expect(named.filter((n) => n.script === undefined || !(n.script in pkg.scripts))).toEqual([]);
+  });
+
+  it("every link into the repository, from any document, lands on a file and heading that exist", () => {
+    const broken: string[] = [];
+    for (const { file } of documents) {
+      const text = readFileSync(join(root, file), "utf8");
+      for (const match of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const link = match[1] ?? "";
+        if (/^(mailto:|https?:(?!\/\/github\.com\/gcp-pubsub-idempotency\/))/.test(link)) continue;
+        const [path = "", anchor] = link.replace(REPOSITORY_BLOB, "").split("#");
+        const target = link.startsWith(REPOSITORY_BLOB)
+          ? join(root, path)
+          : path === ""
+            ? join(root, file)
+            : resolve(root, dirname(file), path);
+        if (!existsSync(target)) broken.push(`${file}: ${link} (no such file)`);
+        else if (anchor && target.endsWith(".md") && !headingSlugs(target).has(anchor))
+          broken.push(`${file}: ${link} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it("README links only to what the package ships, and to the repository for the rest", () => {
+    const text = readFileSync(join(root, "README.md"), "utf8");
+    const relative = [...text.matchAll(/\]\((?!https?:|#|mailto:)([^)#\s]+)/g)].map((m) => m[1]);
+    // On npm and inside node_modules only the packed files exist beside README.md.
+    expect(relative.filter((path) => path !== "LICENSE")).toEqual([]);
   });
 
   it("every relative link points at a file that exists", () => {

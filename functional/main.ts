@@ -210,7 +210,9 @@ async function shutdown(): Promise<void> {
   for (const stop of stops.reverse()) await stop().catch(() => {});
   await Promise.all(emulators.map((e) => e.stop()));
 }
+// Interrupted or terminated, the emulators (their own process groups) must still go.
 process.once("SIGINT", () => void shutdown().then(() => process.exit(130)));
+process.once("SIGTERM", () => void shutdown().then(() => process.exit(143)));
 
 try {
   const [pubsubEmulator, datastoreEmulator] = await Promise.all([

@@ -30,8 +30,14 @@ export async function helpOf(command: string): Promise<string> {
 export async function withCurrentHelp(doc: string): Promise<string> {
   let out = doc;
   for (const command of COMMANDS) {
-    const block = new RegExp(`(<!-- help: ${command} -->\\n\`\`\`text\\n)[\\s\\S]*?(^\`\`\`$)`, "m");
-    out = out.replace(block, (_, head: string, tail: string) => `${head}${HELP.get(command)}\n${tail}`);
+    const block = new RegExp(
+      `(<!-- help: ${command} -->\\n\`\`\`text\\n)[\\s\\S]*?(^\`\`\`$)`,
+      "m",
+    );
+    out = out.replace(
+      block,
+      (_, head: string, tail: string) => `${head}${HELP.get(command)}\n${tail}`,
+    );
   }
   return out;
 }

@@ -12,7 +12,8 @@ const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
 };
 
 /** Where README's links point for everything the package does not ship. */
-const REPOSITORY_BLOB = "https://github.com/gcp-pubsub-idempotency/gcp-pubsub-idempotency/blob/main/";
+const REPOSITORY_BLOB =
+  "https://github.com/gcp-pubsub-idempotency/gcp-pubsub-idempotency/blob/main/";
 
 /** The anchors GitHub gives a document's headings. */
 function headingSlugs(path: string): Set<string> {

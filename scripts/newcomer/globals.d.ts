@@ -1,0 +1,4 @@
+// The reader's own code the README's quick starts call without defining.
+declare function placeOrder(order: unknown, options: { idempotencyKey: string }): Promise<void>;
+declare function readPo(poId: string): Promise<{ history: string[] }>;
+declare function writePo(poId: string, po: { history: string[] }): Promise<void>;

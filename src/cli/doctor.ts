@@ -1,6 +1,7 @@
 // `doctor --subscription projects/P/subscriptions/S`: read the subscription through the Pub/Sub
 // admin API (REST, with Node's fetch) and judge it by the README's sizing rules and push auth.
 import { DEFAULT_LEASE_MS, DEFAULT_TTL_MS } from "../core/constants.js";
+import { importPeer } from "../core/peer.js";
 import {
   COMMON_OPTIONS,
   type Command,
@@ -137,11 +138,14 @@ async function readSubscription(
 async function accessToken(): Promise<string> {
   let auth: typeof import("google-auth-library");
   try {
-    auth = await import("google-auth-library");
-  } catch {
-    throw new Error(
-      "doctor needs google-auth-library for credentials (npm install google-auth-library), or PUBSUB_EMULATOR_HOST for the emulator",
+    auth = await importPeer(
+      "doctor (for credentials)",
+      "google-auth-library",
+      () => import("google-auth-library"),
     );
+  } catch (error) {
+    // Either text names the fix: the install command, or why the installed library fails.
+    throw new Error(`${(error as Error).message}, or set PUBSUB_EMULATOR_HOST for the emulator`);
   }
   const token = await new auth.GoogleAuth({ scopes: SCOPE }).getAccessToken();
   if (!token) throw new Error("Application Default Credentials gave no access token");

@@ -1,5 +1,6 @@
 // The backend a command works on, from a URL: which store (a pure parse, checked once), and
 // then the store itself, with its driver loaded only when that store is named.
+import { importPeer, isMissingPackage, missingPeerText } from "../core/peer.js";
 import type { LockBackend } from "../core/types.js";
 import { type ParsedArgs, shown, UsageError } from "./args.js";
 
@@ -249,7 +250,7 @@ async function openRedis(
 ): Promise<OpenStore> {
   const { RedisLock } = await import("../backends/redis/index.js");
   const where = new URL(url).host;
-  const io = await loadDriver(() => import("ioredis"), undefined);
+  const io = await loadDriver("redis", "ioredis", () => import("ioredis"), true);
   if (io !== undefined) {
     const client = new io.Redis(url, {
       lazyConnect: true,
@@ -277,7 +278,10 @@ async function openRedis(
       },
     };
   }
-  const nodeRedis = await loadDriver(() => import("redis"), "ioredis");
+  const nodeRedis = await loadDriver("redis", "redis", () => import("redis"), true);
+  if (nodeRedis === undefined) {
+    throw new Error(`${missingPeerText("the redis store", "ioredis")} (or npm install redis)`);
+  }
   const client = nodeRedis.createClient({
     url,
     socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false },
@@ -302,7 +306,7 @@ async function openSql(
   const { SqlLock } = await import("../backends/sql/index.js");
   const options = { ...defined({ table }), ...ttl };
   if (spec.kind === "postgres") {
-    const pg = await loadDriver(() => import("pg"), "pg");
+    const pg = await loadDriver("postgres", "pg", () => import("pg"));
     const client = new pg.Client({
       connectionString: spec.url,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
@@ -318,7 +322,7 @@ async function openSql(
     };
   }
   if (spec.kind === "mysql") {
-    const mysql = await loadDriver(() => import("mysql2/promise"), "mysql2");
+    const mysql = await loadDriver("mysql", "mysql2/promise", () => import("mysql2/promise"));
     const connection = await reach("mysql", () =>
       mysql.createConnection({
         uri: spec.url,
@@ -334,7 +338,11 @@ async function openSql(
       close: () => connection.end(),
     };
   }
-  const { default: Database } = await loadDriver(() => import("better-sqlite3"), "better-sqlite3");
+  const { default: Database } = await loadDriver(
+    "sqlite",
+    "better-sqlite3",
+    () => import("better-sqlite3"),
+  );
   // An operator's typo must not leave an empty database file behind.
   const db = await reach(
     `sqlite ${spec.path}`,
@@ -362,23 +370,27 @@ async function reach<T>(what: string, connect: () => Promise<T>, why?: () => unk
 }
 
 /**
- * A driver, loaded by `load` (a literal `import()`, so a bundler sees the name); when it is not
- * installed, undefined if `install` is undefined, else an Error naming the package to install.
+ * A driver, loaded by `load` (a literal `import()` of `specifier`, so a bundler sees the name).
+ * When its package is not installed: undefined if `optional`, else an error naming the store,
+ * the package and `npm install`; a package that is there but fails to load is that error.
  */
-async function loadDriver<M>(load: () => Promise<M>, install: string): Promise<M>;
-async function loadDriver<M>(load: () => Promise<M>, install: undefined): Promise<M | undefined>;
+async function loadDriver<M>(store: string, specifier: string, load: () => Promise<M>): Promise<M>;
 async function loadDriver<M>(
+  store: string,
+  specifier: string,
   load: () => Promise<M>,
-  install: string | undefined,
+  optional: true,
+): Promise<M | undefined>;
+async function loadDriver<M>(
+  store: string,
+  specifier: string,
+  load: () => Promise<M>,
+  optional = false,
 ): Promise<M | undefined> {
   try {
     return await load();
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw error;
-    if (install === undefined) return undefined;
-    throw new Error(
-      `this backend needs its driver, which is not installed: npm install ${install}`,
-    );
+    if (optional && isMissingPackage(error, specifier)) return undefined;
+    return importPeer(`the ${store} store`, specifier, () => Promise.reject(error));
   }
 }

@@ -204,8 +204,8 @@ export class InvalidKey extends IdempotencyError {
  * ```
  */
 export class InvalidConfiguration extends IdempotencyError {
-  constructor(message: string) {
-    super("INVALID_CONFIGURATION", message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("INVALID_CONFIGURATION", message, options);
   }
 }
 

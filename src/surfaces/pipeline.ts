@@ -19,6 +19,7 @@ import {
   resolveLockOptions,
   transactionalBackend,
 } from "../core/options.js";
+import { reportPeerLoading } from "../core/peer.js";
 import {
   type DeliveryTrace,
   loadTelemetryApi,
@@ -232,6 +233,8 @@ export function resolveGatewayOptions<I>(
     backendName: backendName(lock.backend, "custom"),
   };
   if (resolved.requestTimeout) warnLeaseShorterThanTimeout(where, lock, resolved.requestTimeout);
+  // A backend's driver that is not installed: one ERROR line now, not a nack loop found later.
+  reportPeerLoading(where, lock.backend, lock.logger);
   return resolved;
 }
 

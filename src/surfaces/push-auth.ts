@@ -2,6 +2,7 @@ import { Buffer } from "node:buffer";
 import { isArraySafe } from "../core/describe.js";
 import { InvalidConfiguration } from "../core/errors.js";
 import { errorText, guardLogger, jsonLogger } from "../core/logger.js";
+import { importPeer } from "../core/peer.js";
 import type { Logger } from "../core/types.js";
 import {
   describe,
@@ -318,9 +319,11 @@ export function verifierFor(
   let client: Promise<OAuth2ClientLike> | undefined;
   const loadClient = (): Promise<OAuth2ClientLike> => {
     if (client === undefined) {
-      const loading = import("google-auth-library").then((module) =>
-        createClient(module as unknown as GoogleAuthModule, certificatesUrl),
-      );
+      const loading = importPeer(
+        "push authentication",
+        "google-auth-library",
+        () => import("google-auth-library"),
+      ).then((module) => createClient(module as unknown as GoogleAuthModule, certificatesUrl));
       // A failed import is not cached: the next push tries again (the package may be deployed).
       loading.catch(() => {
         if (client === loading) client = undefined;
@@ -329,8 +332,12 @@ export function verifierFor(
     }
     return client;
   };
-  // Loaded now, so the first push does not wait for it; a failure shows on that push.
-  loadClient().catch(() => {});
+  // Loaded now, so the first push does not wait for it, and a missing library is logged as the
+  // verifier is built, before any push arrives; each push until it loads is still a 503.
+  loadClient().catch((error: unknown) => {
+    const reason = loadFailure(error);
+    logger.error(`${reason}; until then every push is answered 503 and redelivered`, { reason });
+  });
 
   // Pub/Sub sends one token with many pushes until it nears expiry: a token that verified is
   // kept (only accepted ones, which only Google can mint, so the set cannot be flooded), and
@@ -369,11 +376,7 @@ export function verifierFor(
     try {
       oauth = await loadClient();
     } catch (error) {
-      const reason =
-        error instanceof InvalidConfiguration
-          ? error.message
-          : `push authentication needs google-auth-library (npm install google-auth-library): ${errorText(error)}`;
-      return { status: 503, reason };
+      return { status: 503, reason: loadFailure(error) };
     }
     let certs: Record<string, string>;
     try {
@@ -439,6 +442,13 @@ export function verifierFor(
       headers: verdict.status === 401 ? UNAUTHENTICATED : NO_HEADERS,
     };
   };
+}
+
+/** Why the library could not be had: importPeer's and createClient's texts name the fix. */
+function loadFailure(error: unknown): string {
+  return error instanceof InvalidConfiguration
+    ? error.message
+    : `push authentication could not load google-auth-library: ${errorText(error)}`;
 }
 
 interface GoogleAuthModule {

@@ -5,6 +5,7 @@
  */
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError, InvalidConfiguration } from "../../core/errors.js";
+import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type {
   lockInTransaction,
   TransactionalLockBackend,
@@ -112,7 +113,10 @@ const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
  * claim in it (see {@link DatastoreLock.completeInTransaction}); keep the kind beside your
  * entities (same database, your namespace).
  *
- * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
+ * The constructor does no I/O; without a `datastore` of yours it starts importing @google-cloud/datastore, and
+ * when that package is not installed a surface built over the lock logs one ERROR line at
+ * once, and every call rejects with an `InvalidConfiguration` naming `npm install @google-cloud/datastore`.
+ * Store failures reject with a {@link BackendError} once the
  * transient ones have been retried (see {@link RetryOptions}).
  *
  * @example
@@ -143,7 +147,11 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
   constructor(options: DatastoreLockOptions<D> = {}) {
     super();
     const driver = loadOnce(() =>
-      import("@google-cloud/datastore").then((module) => module as unknown as DatastoreModule),
+      importPeer(
+        "DatastoreLock",
+        "@google-cloud/datastore",
+        () => import("@google-cloud/datastore"),
+      ).then((module) => module as unknown as DatastoreModule),
     );
     const setup = googleLockOptions(
       "DatastoreLock",
@@ -174,6 +182,9 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
     this.ttlMs = setup.ttlMs;
     const io = new DatastoreIo(this.kind, this.namespace, driver);
     attachRecords(this, io, setup);
+    // Without a client of yours the driver is needed: loaded now, so that a surface built over
+    // this lock reports its absence at once (the first call rejects with the same text).
+    if (!setup.clientGiven) announcePeerLoading(this, driver());
   }
 
   /**

@@ -5,6 +5,7 @@
  */
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
+import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type {
   lockInTransaction,
   TransactionalLockBackend,
@@ -102,7 +103,10 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
  * is absorbed by the lease. Records are deleted only after `expiresAt`: configure a TTL
  * policy on `expiresAt` for the collection, or call `purgeExpired()`.
  *
- * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
+ * The constructor does no I/O; without a `firestore` of yours it starts importing @google-cloud/firestore, and
+ * when that package is not installed a surface built over the lock logs one ERROR line at
+ * once, and every call rejects with an `InvalidConfiguration` naming `npm install @google-cloud/firestore`.
+ * Store failures reject with a {@link BackendError} once the
  * transient ones have been retried (see {@link RetryOptions}).
  *
  * {@link lockInTransaction} runs its body in `runTransaction` and completes the claim in it
@@ -135,7 +139,11 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
   constructor(options: FirestoreLockOptions<F> = {}) {
     super();
     const driver = loadOnce(() =>
-      import("@google-cloud/firestore").then((module) => module as unknown as FirestoreModule),
+      importPeer(
+        "FirestoreLock",
+        "@google-cloud/firestore",
+        () => import("@google-cloud/firestore"),
+      ).then((module) => module as unknown as FirestoreModule),
     );
     const setup = googleLockOptions(
       "FirestoreLock",
@@ -159,6 +167,9 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
     this.ttlMs = setup.ttlMs;
     const io = new FirestoreIo(this.collection);
     attachRecords(this, io, setup);
+    // Without a client of yours the driver is needed: loaded now, so that a surface built over
+    // this lock reports its absence at once (the first call rejects with the same text).
+    if (!setup.clientGiven) announcePeerLoading(this, driver());
   }
 
   /**

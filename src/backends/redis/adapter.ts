@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { importPeer } from "../../core/peer.js";
 import { hasMethods } from "../shared/options.js";
 
 /**
@@ -155,7 +156,11 @@ const glideScripts = new Map<Script, GlideScript>();
 let glideScriptClass: Promise<new (code: string) => GlideScript> | undefined;
 
 async function glideScript(s: Script): Promise<GlideScript> {
-  glideScriptClass ??= import("@valkey/valkey-glide").then((glide) => glide.Script);
+  glideScriptClass ??= importPeer(
+    "RedisLock over a GLIDE client",
+    "@valkey/valkey-glide",
+    () => import("@valkey/valkey-glide"),
+  ).then((glide) => glide.Script);
   const Class = await glideScriptClass;
   let made = glideScripts.get(s);
   if (made === undefined) {

@@ -167,6 +167,8 @@ export interface GoogleClientSpec<C> {
 /** The options both locks take, checked; plus the lock's own options, read but not checked. */
 export interface GoogleLockSetup<C, K extends string> {
   readonly client: LazyClient<C>;
+  /** Whether the caller gave a client (else one is made on first use, with the driver). */
+  readonly clientGiven: boolean;
   readonly ttlMs: number;
   readonly retry: RetryPolicy;
   readonly own: { readonly [P in K]?: unknown };
@@ -206,6 +208,7 @@ export function googleLockOptions<C, K extends string>(
   for (const name of ownNames) own[name] = read[name];
   return {
     client: new LazyClient(given, () => client.create(settings)),
+    clientGiven: given !== undefined,
     ttlMs: ttlOption(read.ttlMs, DEFAULT_TTL_MS),
     retry: resolveRetry(read.retry),
     own,

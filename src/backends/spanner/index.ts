@@ -6,6 +6,7 @@
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
 import { InvalidConfiguration } from "../../core/errors.js";
+import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type {
   lockInTransaction,
   TransactionalLockBackend,
@@ -89,7 +90,10 @@ const INSTANCE_PATTERN = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$/;
  * carries a row deletion policy on that column, so Spanner reaps them in the background;
  * `purgeExpired()` deletes them at once, in batches of 500 (each one read-write transaction).
  *
- * The constructor does no I/O. Store failures reject with a {@link BackendError} once the
+ * The constructor does no I/O; without a `database` of yours it starts importing @google-cloud/spanner, and
+ * when that package is not installed a surface built over the lock logs one ERROR line at
+ * once, and every call rejects with an `InvalidConfiguration` naming `npm install @google-cloud/spanner`.
+ * Store failures reject with a {@link BackendError} once the
  * transient ones (ABORTED contention among them) have been retried (see {@link RetryOptions}).
  *
  * {@link lockInTransaction} runs its body in a read-write transaction and completes the claim
@@ -125,7 +129,11 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
   constructor(options: SpannerLockOptions<Tx> = {}) {
     super();
     const driver = loadOnce(() =>
-      import("@google-cloud/spanner").then((module) => module as unknown as SpannerModule),
+      importPeer(
+        "SpannerLock",
+        "@google-cloud/spanner",
+        () => import("@google-cloud/spanner"),
+      ).then((module) => module as unknown as SpannerModule),
     );
     // The client of the database opened on first use, closed with it.
     const opened = new WeakMap<SpannerDatabaseLike, { close(): unknown }>();
@@ -170,6 +178,9 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
     this.database = () => setup.client.get();
     const io = new SpannerIo(this.table, (database) => opened.get(database)?.close());
     attachRecords(this, io, setup);
+    // Without a client of yours the driver is needed: loaded now, so that a surface built over
+    // this lock reports its absence at once (the first call rejects with the same text).
+    if (!setup.clientGiven) announcePeerLoading(this, driver());
   }
 
   /** The DDL of the records table (`schema.sql`, shipped): for your own migrations. */

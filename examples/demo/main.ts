@@ -172,7 +172,7 @@ const quiet: Logger = {
   info() {},
   warn() {},
   error(message, fields) {
-    if (fields?.error !== "Error: transient supplier error")
+    if (fields?.reason !== "Error: transient supplier error")
       counts.unexpected.push(`${message} ${JSON.stringify(fields)}`);
   },
 };

@@ -137,8 +137,7 @@ export function keyOf(message: ParsedMessage): string {
 export const logger: Logger = {
   info() {},
   warn(_message, fields) {
-    if (fields?.outcome === "in_progress")
-      record({ kind: "contention", key: String(fields.key ?? "") });
+    if (fields?.outcome === "held") record({ kind: "contention", key: String(fields.key ?? "") });
   },
   error(message, fields) {
     if (fields?.outcome === "fenced_out") record({ kind: "fenced_out", key: String(fields.key) });
@@ -150,7 +149,7 @@ export const logger: Logger = {
           : "failed",
         key: String(fields?.key ?? ""),
         messageId: String(fields?.messageId ?? ""),
-        error: `${message}: ${String(fields?.error)}`,
+        error: `${message}: ${String(fields?.reason)}`,
       });
   },
 };

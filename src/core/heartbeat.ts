@@ -1,7 +1,7 @@
 import { DEFAULT_MAX_HOLD_MS } from "./constants.js";
 import { isArraySafe } from "./describe.js";
 import { InvalidConfiguration } from "./errors.js";
-import { errorText } from "./logger.js";
+import { deliveryFields, errorText, type MessageRef } from "./logger.js";
 import type { Claim, LockBackend, Logger } from "./types.js";
 import { assertPositiveMs, describe, readOptions, readProperty } from "./validate.js";
 
@@ -61,6 +61,7 @@ export function startHeartbeat(
   leaseMs: number,
   controller: AbortController,
   logger: Logger,
+  about?: MessageRef,
 ): () => void {
   const renew = backend.renew?.bind(backend);
   if (!renew) return () => {};
@@ -71,32 +72,36 @@ export function startHeartbeat(
   const tick = async (): Promise<void> => {
     if (stopped) return;
     if (Date.now() - startedAt >= plan.maxHoldMs) {
-      logger.warn("heartbeat stopped: the claim reached heartbeat.maxHoldMs", {
-        key: claim.key,
-        fencingId: claim.fencingId,
-        maxHoldMs: plan.maxHoldMs,
-      });
+      logger.warn(
+        "heartbeat stopped: the claim reached heartbeat.maxHoldMs",
+        deliveryFields("heartbeat_stopped", claim.key, about, undefined, {
+          fencingId: claim.fencingId,
+          maxHoldMs: plan.maxHoldMs,
+        }),
+      );
       return;
     }
     try {
       const alive = await renew(claim, leaseMs);
       if (stopped) return;
       if (!alive) {
-        logger.error("lease lost: another holder reclaimed the key while the body ran", {
-          key: claim.key,
-          fencingId: claim.fencingId,
-          outcome: "fenced_out",
-        });
+        logger.error(
+          "lease lost: another holder reclaimed the key while the body ran",
+          deliveryFields("fenced_out", claim.key, about, undefined, {
+            fencingId: claim.fencingId,
+          }),
+        );
         controller.abort(new Error(`lease on ${claim.key} was taken over`));
         return;
       }
     } catch (error) {
       // A failed renewal is not a lost lease: the next tick may still succeed in time.
-      logger.warn("heartbeat renewal failed; will retry", {
-        key: claim.key,
-        fencingId: claim.fencingId,
-        error: errorText(error),
-      });
+      logger.warn(
+        "heartbeat renewal failed; will retry",
+        deliveryFields("renew_failed", claim.key, about, errorText(error), {
+          fencingId: claim.fencingId,
+        }),
+      );
     }
     schedule();
   };

@@ -45,6 +45,49 @@ export const jsonLogger: Logger = {
 };
 
 /**
+ * The message a delivery's log lines are about, as its surface read it: a push envelope,
+ * an unwrapped push's headers, a CloudEvent or a pull `Message`. Fields it lacks are
+ * absent; a verb called outside a surface has none.
+ */
+export interface MessageRef {
+  readonly messageId?: string | undefined;
+  readonly subscription?: string | undefined;
+  readonly deliveryAttempt?: number | undefined;
+}
+
+/**
+ * The fields of every log line about a delivery, in one order: `key`, `messageId`,
+ * `subscription`, `deliveryAttempt`, `outcome`, `reason`, then the line's own extras. A field
+ * with no value for this message (no key resolved yet, no subscription on a pull message, no
+ * dead-letter policy) is left out, never set to undefined: see {@link LogFields}. Every
+ * surface line and every verb line goes through here, so the shape cannot drift apart.
+ */
+export function deliveryFields(
+  outcome: string,
+  key: string | undefined,
+  about: MessageRef | undefined,
+  reason?: string,
+  extra?: LogFields,
+): LogFields {
+  const fields: LogFields = {};
+  if (key !== undefined && key !== "") fields.key = key;
+  if (about !== undefined) {
+    const { messageId, subscription, deliveryAttempt } = about;
+    if (messageId !== undefined && messageId !== "") fields.messageId = messageId;
+    if (subscription !== undefined && subscription !== "") fields.subscription = subscription;
+    if (deliveryAttempt !== undefined) fields.deliveryAttempt = deliveryAttempt;
+  }
+  fields.outcome = outcome;
+  if (reason !== undefined && reason !== "") fields.reason = reason;
+  if (extra !== undefined) {
+    for (const name of Object.keys(extra)) {
+      if (extra[name] !== undefined) fields[name] = extra[name];
+    }
+  }
+  return fields;
+}
+
+/**
  * Text of any thrown value, for a log field. Total: it never throws and never runs more of
  * the value's code than reading `name` and `message` of an Error, each guarded.
  */

@@ -1,7 +1,7 @@
 import { DEFAULT_LEASE_MS } from "./constants.js";
 import { InvalidConfiguration } from "./errors.js";
 import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
-import { guardLogger, jsonLogger } from "./logger.js";
+import { guardLogger, jsonLogger, type MessageRef } from "./logger.js";
 import { resolveTelemetry, type TelemetrySettings } from "./telemetry.js";
 import type { TransactionalLockBackend } from "./transaction.js";
 import type { LockBackend, Logger } from "./types.js";
@@ -17,6 +17,8 @@ export interface ResolvedLockOptions {
   readonly heartbeat: HeartbeatPlan | undefined;
   /** The `telemetry` option checked; undefined when it is `false`. */
   readonly telemetry: TelemetrySettings | undefined;
+  /** The message a surface runs this verb for: its lines name it. Absent for a plain verb call. */
+  readonly message?: MessageRef;
 }
 
 const LOCK_OPTION_NAMES = [

@@ -1,6 +1,7 @@
 // lockInTransaction: DONE committed in the same store transaction as the body's own writes, so
 // a crash, a thrown body or a fenced-out zombie lands neither. The claim is lock()'s own.
 import { Duplicate, InProgress } from "./errors.js";
+import { deliveryFields } from "./logger.js";
 import { type ResolvedLockOptions, resolveLockOptions, transactionalBackend } from "./options.js";
 import type { Observation } from "./telemetry.js";
 import type { Claim, LockBackend, LockOptions } from "./types.js";
@@ -263,13 +264,11 @@ export async function runInTransaction<Tx, T>(
   if (!completion.completed) {
     r.logger.error(
       "fenced out: the body outran its lease and another delivery reclaimed the key; its transaction was rolled back and the reclaimer's run is the one that counts — lengthen the lease or turn on heartbeat",
-      {
-        key: claim.key,
+      deliveryFields("fenced_out", claim.key, r.message, undefined, {
         fencingId: claim.fencingId,
-        outcome: "fenced_out",
         rolledBack: true,
         alert: true,
-      },
+      }),
     );
   }
   if (observation) observation.outcome = completion.completed ? "ran" : "fenced_out";

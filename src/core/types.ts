@@ -188,6 +188,28 @@ export type ForceReleaseOutcome =
 /**
  * Structured fields attached to a log line; the default logger merges them into the JSON.
  *
+ * Every line about a delivery, from any surface (`idempotent`, `idempotentHttp`,
+ * `idempotentMessage`) and from the verbs they call (a failed release, a fenced-out
+ * complete, a lost lease), carries the same fields, in this order, so one message can be
+ * followed through the logs:
+ *
+ * - `key`: the idempotency key, once resolved;
+ * - `messageId`: the Pub/Sub messageId (for a CloudEvent that is not a Pub/Sub message, its
+ *   CloudEvent id);
+ * - `subscription`: the subscription, when the delivery names it (a push envelope, an
+ *   unwrapped push's `x-goog-pubsub-subscription-name`, a Pub/Sub CloudEvent; a pull
+ *   `Message` does not);
+ * - `deliveryAttempt`: present only with a dead-letter policy;
+ * - `outcome`: `duplicate`, `held`, `failed`, `fenced_out`, `unkeyed`, `invalid_key`,
+ *   `malformed`, `too_large`, `unguarded`, `release_failed`, `complete_failed`,
+ *   `hook_failed`, `client_gone`, `settle_failed`, `renew_failed`, `heartbeat_stopped`;
+ * - `reason`: why, when there is one (the error's text, the 400 or 503 answer);
+ *
+ * then the line's own extras (`fencingId`, `leaseExpiresAt`, `stack`, `alert`, …). A field
+ * with no value for the message is left out of the object, never present as `undefined`:
+ * `"messageId" in fields` is true exactly when the line names a message. A delivery that
+ * ends done writes no line.
+ *
  * @example
  * ```ts
  * import { jsonLogger, type LogFields } from "gcp-pubsub-idempotency";

@@ -1,6 +1,6 @@
 import { Duplicate, InProgress } from "./errors.js";
 import { startHeartbeat } from "./heartbeat.js";
-import { errorText } from "./logger.js";
+import { deliveryFields, errorText } from "./logger.js";
 import { backendName, type ResolvedLockOptions, resolveLockOptions } from "./options.js";
 import { type Backoff, backoffDelay, sleep } from "./retry.js";
 import {
@@ -201,7 +201,7 @@ export function watchClaim(
 ): { controller: AbortController; stopHeartbeat: () => void } {
   const controller = r.heartbeat || wantsSignal ? new AbortController() : UNUSED_SIGNAL_CONTROLLER;
   const stopHeartbeat = r.heartbeat
-    ? startHeartbeat(r.heartbeat, r.backend, claim, r.leaseMs, controller, r.logger)
+    ? startHeartbeat(r.heartbeat, r.backend, claim, r.leaseMs, controller, r.logger, r.message)
     : NO_HEARTBEAT;
   return { controller, stopHeartbeat };
 }
@@ -215,13 +215,13 @@ export async function releaseAfterFailure(
   try {
     await r.backend.release(claim);
   } catch (releaseError) {
-    r.logger.error("release failed after the body threw; the key frees when its lease lapses", {
-      key: claim.key,
-      fencingId: claim.fencingId,
-      outcome: "release_failed",
-      error: errorText(releaseError),
-      bodyError: errorText(bodyError),
-    });
+    r.logger.error(
+      "release failed after the body threw; the key frees when its lease lapses",
+      deliveryFields("release_failed", claim.key, r.message, errorText(releaseError), {
+        fencingId: claim.fencingId,
+        bodyError: errorText(bodyError),
+      }),
+    );
     try {
       if (bodyError instanceof Error && bodyError.cause === undefined) {
         bodyError.cause = releaseError;
@@ -241,18 +241,21 @@ async function completeAfterSuccess(r: Resolved, claim: Claim): Promise<Observed
   try {
     completed = await r.backend.complete(claim);
   } catch (error) {
-    r.logger.error("complete failed after the body succeeded; acking to avoid a repeat", {
-      key: claim.key,
-      fencingId: claim.fencingId,
-      outcome: "complete_failed",
-      error: errorText(error),
-    });
+    r.logger.error(
+      "complete failed after the body succeeded; acking to avoid a repeat",
+      deliveryFields("complete_failed", claim.key, r.message, errorText(error), {
+        fencingId: claim.fencingId,
+      }),
+    );
     return "complete_failed";
   }
   if (!completed) {
     r.logger.error(
       "fenced out: the body outran its lease and another delivery reclaimed the key; the work may run twice — lengthen the lease or turn on heartbeat",
-      { key: claim.key, fencingId: claim.fencingId, outcome: "fenced_out", alert: true },
+      deliveryFields("fenced_out", claim.key, r.message, undefined, {
+        fencingId: claim.fencingId,
+        alert: true,
+      }),
     );
     return "fenced_out";
   }
@@ -265,12 +268,12 @@ async function releaseAfterMutex(r: Resolved, claim: Claim): Promise<ObservedOut
     await r.backend.release(claim);
   } catch (error) {
     // The body ran; re-raising would redeliver and run it again. The lease frees the key.
-    r.logger.error("mutex release failed after the body ran; the key frees when its lease lapses", {
-      key: claim.key,
-      fencingId: claim.fencingId,
-      outcome: "release_failed",
-      error: errorText(error),
-    });
+    r.logger.error(
+      "mutex release failed after the body ran; the key frees when its lease lapses",
+      deliveryFields("release_failed", claim.key, r.message, errorText(error), {
+        fencingId: claim.fencingId,
+      }),
+    );
   }
   return "ran";
 }

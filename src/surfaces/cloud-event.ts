@@ -3,7 +3,13 @@
 import { readQuietly } from "../core/trace-context.js";
 import { cloudEventKey } from "./cloud-event-attributes.js";
 import type { RequestTimeoutOptions } from "./deadline.js";
-import { type CloudEventLike, cloudEventDeliveryAttempt } from "./envelope.js";
+import {
+  type CloudEventLike,
+  cloudEventDeliveryAttempt,
+  cloudEventMessageId,
+  isObject,
+  MESSAGE_PUBLISHED_TYPE,
+} from "./envelope.js";
 import {
   deliver,
   type GatewayOptions,
@@ -79,15 +85,17 @@ export function idempotent<E extends CloudEventLike, Tx>(
     : (event: E, signal: AbortSignal) =>
         (handler as (event: E, signal: AbortSignal) => unknown)(event, signal);
   return async (event) => {
+    const pubsub = isPubSubEvent(event);
     const outcome = await deliver(gateway, {
+      messageId: eventMessageId(event),
+      subscription: eventSubscription(event),
+      deliveryAttempt: cloudEventDeliveryAttempt(event),
       input: event,
       defaultKey: () => cloudEventKey(event),
+      noDefaultKey: () => (pubsub ? NO_MESSAGE_ID : NO_SOURCE_ID),
+      readAs: pubsub ? "a Pub/Sub CloudEvent" : "a CloudEvent that is not a Pub/Sub message",
       run: (signal, tx) => call(event, signal, tx),
-      deliveryAttempt: cloudEventDeliveryAttempt(event),
-      carrier: () => ({
-        messageId: stringOrUndefined(readQuietly(event, "id")),
-        traceparents: [readQuietly(event, "traceparent")],
-      }),
+      carrier: () => ({ traceparents: [readQuietly(event, "traceparent")] }),
     });
     switch (outcome.kind) {
       case "ran":
@@ -112,6 +120,32 @@ export function idempotent<E extends CloudEventLike, Tx>(
 
 function stringOrUndefined(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
+}
+
+const NO_MESSAGE_ID =
+  "the Pub/Sub CloudEvent carries no messageId (data.message.messageId); give options.key to key it otherwise";
+const NO_SOURCE_ID =
+  "the CloudEvent has no usable source and id (each a non-empty CloudEvents string); give options.key to key it otherwise";
+
+/** Whether the event is a Pub/Sub message (or names no type); total, for the reasons. */
+function isPubSubEvent(event: unknown): boolean {
+  const type = readQuietly(event, "type");
+  return type === undefined || type === MESSAGE_PUBLISHED_TYPE;
+}
+
+/** The messageId the log lines name: the Pub/Sub one, else the CloudEvent id. Total. */
+function eventMessageId(event: unknown): string | undefined {
+  try {
+    return cloudEventMessageId(event) ?? stringOrUndefined(readQuietly(event, "id"));
+  } catch {
+    return undefined; // a hostile getter: the line names no message, the delivery decides
+  }
+}
+
+/** `data.subscription` of a Pub/Sub CloudEvent whose data is an object. Total. */
+function eventSubscription(event: unknown): string | undefined {
+  const data = readQuietly(event, "data");
+  return isObject(data) ? stringOrUndefined(readQuietly(data, "subscription")) : undefined;
 }
 
 function trimStack(error: Error): void {

@@ -2,6 +2,7 @@
 // runtime tells), checked against the lease once when a surface is built; the wait for a
 // held key kept inside it; and the watch on a client that gives up before we answer.
 import { MAX_LEASE_MS } from "../core/constants.js";
+import { deliveryFields, type MessageRef } from "../core/logger.js";
 import type { ResolvedLockOptions } from "../core/options.js";
 import type { Logger } from "../core/types.js";
 import { assertPositiveMs, describe } from "../core/validate.js";
@@ -138,12 +139,12 @@ interface Emitter {
   once?(event: string, listener: () => void): unknown;
 }
 
-/** A watched request: the signal for the handler, and the message id once it is known. */
+/** A watched request: the signal for the handler, and the message once it is known. */
 export interface ClientWatch {
   /** Aborted, with the reason, once the client gave up before we answered. */
   readonly signal: AbortSignal;
   /** For the warning line; set by the surface once the body is parsed. */
-  messageId: string | undefined;
+  about: MessageRef | undefined;
 }
 
 /**
@@ -172,7 +173,7 @@ export function watchClient(
   }
   if (!onRes && !onReq) return undefined;
   const controller = new AbortController();
-  const watch: ClientWatch = { signal: controller.signal, messageId: undefined };
+  const watch: ClientWatch = { signal: controller.signal, about: undefined };
   const gone = (): void => {
     // Runs inside the emitter's emit: a throw here would be the server's uncaught exception.
     try {
@@ -180,11 +181,7 @@ export function watchClient(
       const elapsedMs = Date.now() - startedAt;
       logger.warn(
         `the client went away after ${elapsedMs} ms, before the answer; the handler's signal is aborted and the message may be redelivered`,
-        {
-          ...(watch.messageId === undefined ? {} : { messageId: watch.messageId }),
-          outcome: "client_gone",
-          elapsedMs,
-        },
+        deliveryFields("client_gone", undefined, watch.about, undefined, { elapsedMs }),
       );
       controller.abort(new Error(`the client went away after ${elapsedMs} ms`));
     } catch {

@@ -4,7 +4,7 @@
 // format parsing, auth and deadlines it calls live in their own files.
 import { Buffer } from "node:buffer";
 import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
-import { errorText } from "../core/logger.js";
+import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
 import { describe, readOptions } from "../core/validate.js";
 import { type RequestTimeoutOptions, watchClient } from "./deadline.js";
@@ -18,7 +18,14 @@ import {
   type TransactionalGatewayOptions,
 } from "./pipeline.js";
 import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
-import { defaultMessageKey, missingKeyReason, parsePushRequest } from "./push-formats.js";
+import {
+  defaultMessageKey,
+  missingKeyReason,
+  type PushFormat,
+  READ_AS,
+  readPushRequest,
+  salvagedRef,
+} from "./push-formats.js";
 
 /**
  * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`
@@ -295,6 +302,7 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         });
   // One async function a push, with the guard against broken request objects inside it.
   return async (req, res) => {
+    let about: MessageRef | undefined;
     try {
       const startedAt = Date.now();
       const client = watchClient(req, res, startedAt, logger);
@@ -308,40 +316,54 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         }
       }
       let message: ParsedMessage;
+      let format: PushFormat;
+      let body: unknown;
       try {
         // A body a framework already holds is parsed at once; only a stream is awaited.
-        let body = heldBody(req);
+        body = heldBody(req);
         if (body === UNREAD) body = await readStream(req, limit);
-        message = parsePushRequest(req, body);
+        ({ message, format } = readPushRequest(req, body));
       } catch (error) {
         if (error instanceof BodyTooLarge) {
-          logger.warn(error.message, { outcome: "too_large" });
+          logger.warn(
+            error.message,
+            deliveryFields("too_large", undefined, salvagedRef(req, undefined), error.message),
+          );
           send(res, 413, error.message);
           return;
         }
-        const reason = error instanceof MalformedMessage ? error.message : errorText(error);
-        logger.warn(reason, { outcome: "malformed" });
-        send(res, 400, oneLine(reason));
+        const reason = oneLine(
+          error instanceof MalformedMessage ? error.message : errorText(error),
+        );
+        logger.warn(
+          "malformed push; answering 400",
+          deliveryFields("malformed", undefined, salvagedRef(req, body), reason),
+        );
+        send(res, 400, reason);
         return;
       }
-      if (client) client.messageId = message.messageId;
-      const outcome = await deliver(gateway, {
+      const delivery = {
+        messageId: message.messageId || message.event?.id,
+        subscription: message.subscription,
+        deliveryAttempt: message.deliveryAttempt,
         input: { message, req },
         defaultKey: () => defaultMessageKey(message),
-        run: (signal, tx) => call(message, req, res, signal, tx),
-        deliveryAttempt: message.deliveryAttempt,
+        noDefaultKey: () => missingKeyReason(message, format),
+        readAs: READ_AS[format],
+        run: (signal: AbortSignal, tx: unknown) => call(message, req, res, signal, tx),
         startedAt,
         clientGone: client?.signal,
         carrier: () => ({
-          messageId: message.messageId || message.event?.id,
-          subscription: message.subscription,
           traceparents: [
             readQuietly(req.headers, "traceparent"),
             readQuietly(message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),
             readQuietly(message.event?.extensions, "traceparent"),
           ],
         }),
-      });
+      };
+      about = delivery;
+      if (client) client.about = delivery;
+      const outcome = await deliver(gateway, delivery);
       switch (outcome.kind) {
         case "ran":
         case "duplicate":
@@ -350,23 +372,24 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         case "in_progress":
           send(res, 503, heldText(outcome));
           return;
-        case "unkeyed": {
-          const why = missingKeyReason(message);
-          send(res, 400, oneLine(why ? `${outcome.error.message}: ${why}` : outcome.error.message));
+        case "unkeyed":
+          send(res, 400, oneLine(outcome.error.message));
           return;
-        }
         case "invalid_key":
           send(res, 400, oneLine(outcome.error.message));
           return;
         case "failed":
-          logFailure(logger, outcome, message.messageId || message.event?.id || "");
+          logFailure(logger, outcome, delivery);
           // The reason stays in the log: a 500 body must not leak internals to the caller.
           send(res, 500, "the handler failed; the message will be redelivered");
           return;
       }
     } catch (error) {
       // Only a broken request or response object lands here; a server must not crash on it.
-      logger.error("answering the push failed", { outcome: "failed", error: errorText(error) });
+      logger.error(
+        "answering the push failed",
+        deliveryFields("failed", undefined, about, errorText(error)),
+      );
       try {
         send(res, 500, "the push could not be answered");
       } catch {

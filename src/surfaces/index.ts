@@ -38,4 +38,5 @@ export {
   defaultMessageKey,
   type PushRequestHeaders,
   parsePushRequest,
+  TRANSPORT_HEADERS,
 } from "./push-formats.js";

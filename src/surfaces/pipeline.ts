@@ -12,7 +12,7 @@ import {
   isoTime,
   UnkeyedMessage,
 } from "../core/errors.js";
-import { errorStack, errorText } from "../core/logger.js";
+import { deliveryFields, errorStack, errorText, type MessageRef } from "../core/logger.js";
 import {
   backendName,
   type ResolvedLockOptions,
@@ -35,7 +35,7 @@ import {
   type TransactionalBody,
   type TransactionalLockBackend,
 } from "../core/transaction.js";
-import type { GuardedBody, LockOptions, LogFields, Logger } from "../core/types.js";
+import type { GuardedBody, LockOptions, Logger } from "../core/types.js";
 import {
   assertFunction,
   assertValidKey,
@@ -238,15 +238,23 @@ export function resolveGatewayOptions<I>(
   return resolved;
 }
 
-/** One message as a surface hands it to {@link deliver}. */
-export interface Delivery<I> {
+/**
+ * One message as a surface hands it to {@link deliver}. It is the {@link MessageRef} of
+ * every log line about it: its `messageId`, `subscription` and `deliveryAttempt` as the
+ * surface read them.
+ */
+export interface Delivery<I> extends MessageRef {
   /** What the key function receives. */
   readonly input: I;
   /** The key when there is no key function: the message id, or undefined without one. */
   readonly defaultKey: () => string | undefined;
+  /** Why {@link defaultKey} found none, for the refusal; built only then. */
+  readonly noDefaultKey: () => string;
+  /** What the gateway read the message as ("a Pub/Sub push envelope"), for reasons. */
+  readonly readAs: string;
   /** Calls the user's handler with its signal, and its transaction in transaction mode. */
   readonly run: (signal: AbortSignal, tx: unknown) => unknown;
-  /** Only for the contention warning: redeliveries show there. */
+  /** The message's delivery attempt, when it carries one (a dead-letter policy). */
   readonly deliveryAttempt: number | undefined;
   /** When the request reached us, epoch ms; default when {@link deliver} is called. */
   readonly startedAt?: number;
@@ -256,10 +264,8 @@ export interface Delivery<I> {
   readonly carrier?: () => DeliveryCarrier;
 }
 
-/** Where a message came from and the trace it continues, as its surface reads them. */
+/** The trace a message continues, as its surface reads it. */
 export interface DeliveryCarrier {
-  readonly messageId?: string | undefined;
-  readonly subscription?: string | undefined;
   /** `traceparent` values in order of preference; the first valid one is the parent. */
   readonly traceparents: readonly unknown[];
 }
@@ -272,12 +278,12 @@ const NEVER_ABORTED = new AbortController().signal;
 
 /** What became of one delivery; each surface maps it to an ack/nack or a status. */
 export type DeliveryOutcome =
-  | { kind: "ran" }
+  | { kind: "ran"; key: string | undefined }
   | { kind: "duplicate"; key: string }
   | { kind: "in_progress"; key: string; refusal: Refusal }
   | { kind: "unkeyed"; error: UnkeyedMessage }
   | { kind: "invalid_key"; error: InvalidKey }
-  | { kind: "failed"; error: unknown; fromHandler: boolean };
+  | { kind: "failed"; error: unknown; fromHandler: boolean; key: string | undefined };
 
 /**
  * Resolve the key, run the handler under `lock`, and classify what happened. Never rejects:
@@ -334,8 +340,8 @@ function deliveryTrace<I>(
   }
   return {
     surface: gateway.surface,
-    messageId: carrier?.messageId || undefined,
-    subscription: carrier?.subscription || undefined,
+    messageId: delivery.messageId || undefined,
+    subscription: delivery.subscription || undefined,
     deliveryAttempt: delivery.deliveryAttempt,
     parent: carrier ? firstTraceparent(...carrier.traceparents) : undefined,
   };
@@ -369,35 +375,46 @@ async function deliverObserved<I>(
     if (observation) observation.outcome = "disabled";
     warnDisabledOnce(logger);
     if (gateway.transactional) return disabledWithoutTransaction();
-    return runPlain(run, plainSignal(gateway, clientGone));
+    return runPlain(run, plainSignal(gateway, clientGone), undefined);
   }
   let key: unknown;
   try {
     // A key function that throws is a bug in the caller: it propagates (nack), not unkeyed.
     key = gateway.key ? gateway.key(delivery.input) : delivery.defaultKey();
   } catch (error) {
-    return { kind: "failed", error: asError("the key function", error), fromHandler: false };
+    return {
+      kind: "failed",
+      error: asError("the key function", error),
+      fromHandler: false,
+      key: undefined,
+    };
   }
   if (key === undefined || key === "") {
+    const reason = unkeyedReason(gateway, delivery, key);
     if (!gateway.allowUnguarded) {
-      logger.warn("no idempotency key resolved; refusing the message", { outcome: "unkeyed" });
-      return { kind: "unkeyed", error: new UnkeyedMessage() };
+      logger.warn(
+        "no idempotency key resolved; refusing the message",
+        deliveryFields("unkeyed", undefined, delivery, reason),
+      );
+      return { kind: "unkeyed", error: new UnkeyedMessage(`${UNKEYED}: ${reason}`) };
     }
-    logger.warn("no idempotency key resolved; running the handler unguarded", {
-      outcome: "unguarded",
-    });
+    logger.warn(
+      "no idempotency key resolved; running the handler unguarded",
+      deliveryFields("unguarded", undefined, delivery, reason),
+    );
     if (observation) observation.outcome = "unguarded";
-    return runPlain(run, plainSignal(gateway, clientGone));
+    return runPlain(run, plainSignal(gateway, clientGone), undefined);
   }
   try {
     assertValidKey(key);
   } catch (error) {
     // No store can hold it, and no redelivery changes it: refused before the handler.
     const invalid = error as InvalidKey;
-    logger.warn("the message's idempotency key is unusable; refusing it", {
-      outcome: "invalid_key",
-      error: invalid.message,
-    });
+    // The key itself stays out of the line: it may be huge, or not a string at all.
+    logger.warn(
+      "the message's idempotency key is unusable; refusing it",
+      deliveryFields("invalid_key", undefined, delivery, invalid.message),
+    );
     return { kind: "invalid_key", error: invalid };
   }
 
@@ -442,7 +459,7 @@ async function deliverObserved<I>(
             );
       if (result instanceof Refusal) return refused(gateway, delivery, key, result, logger);
     }
-    return { kind: "ran" };
+    return { kind: "ran", key };
   } catch (error) {
     // A Duplicate or InProgress thrown by the handler itself (a nested lock) is the
     // handler's error like any other: the gateway's own answers arrive as refusals.
@@ -450,6 +467,7 @@ async function deliverObserved<I>(
       kind: "failed",
       error: asError(handlerThrew ? "the handler" : "the gateway", error),
       fromHandler: handlerThrew,
+      key,
     };
   }
 }
@@ -463,16 +481,20 @@ function refused<I>(
   logger: Logger,
 ): DeliveryOutcome {
   if (refusal.status === "done") {
-    logger.info("duplicate delivery skipped", { key, outcome: "duplicate" });
-    if (gateway.onDuplicate) callHook(gateway.onDuplicate, key, logger);
+    logger.info("duplicate delivery skipped", deliveryFields("duplicate", key, delivery));
+    if (gateway.onDuplicate) callHook(gateway.onDuplicate, key, delivery, logger);
     return { kind: "duplicate", key };
   }
   // One line, no stack: contention is expected under redelivery and must not page anyone.
-  const fields: LogFields = { key, outcome: "in_progress" };
-  if (refusal.leaseExpiresAt !== undefined) fields.leaseExpiresAt = isoTime(refusal.leaseExpiresAt);
-  if (delivery.deliveryAttempt !== undefined) fields.deliveryAttempt = delivery.deliveryAttempt;
-  logger.warn("key held by another delivery; nacking for a later redelivery", fields);
-  return { kind: "in_progress", key, refusal };
+  const outcome: DeliveryOutcome = { kind: "in_progress", key, refusal };
+  logger.warn(
+    "key held by another delivery; nacking for a later redelivery",
+    deliveryFields("held", key, delivery, heldText(outcome), {
+      leaseExpiresAt:
+        refusal.leaseExpiresAt === undefined ? undefined : isoTime(refusal.leaseExpiresAt),
+    }),
+  );
+  return outcome;
 }
 
 /** A held delivery as the error a surface throws (built only where one is thrown). */
@@ -492,13 +514,17 @@ export function heldText(outcome: { key: string; refusal: Refusal }): string {
 }
 
 /** A hook observes: its throw, or its rejected promise, is logged and changes nothing. */
-function callHook(hook: (key: string) => unknown, key: string, logger: Logger): void {
+function callHook(
+  hook: (key: string) => unknown,
+  key: string,
+  about: MessageRef,
+  logger: Logger,
+): void {
   const failed = (hookError: unknown) =>
-    logger.error("onDuplicate hook threw; the message is still acked", {
-      key,
-      outcome: "hook_failed",
-      error: errorText(hookError),
-    });
+    logger.error(
+      "onDuplicate hook threw; the message is still acked",
+      deliveryFields("hook_failed", key, about, errorText(hookError)),
+    );
   try {
     const result = hook(key);
     if (result instanceof Promise) result.then(undefined, failed);
@@ -510,13 +536,27 @@ function callHook(hook: (key: string) => unknown, key: string, logger: Logger): 
 async function runPlain(
   run: Delivery<unknown>["run"],
   signal: AbortSignal,
+  key: string | undefined,
 ): Promise<DeliveryOutcome> {
   try {
     await run(signal, undefined);
-    return { kind: "ran" };
+    return { kind: "ran", key };
   } catch (error) {
-    return { kind: "failed", error: asError("the handler", error), fromHandler: true };
+    return { kind: "failed", error: asError("the handler", error), fromHandler: true, key };
   }
+}
+
+/** The start of every UnkeyedMessage a surface refuses with; the reason follows it. */
+const UNKEYED = "no idempotency key could be resolved for the message";
+
+/** Why no key resolved: what the key function returned, or why the default found none. */
+function unkeyedReason<I>(
+  gateway: ResolvedGatewayOptions<I>,
+  delivery: Delivery<I>,
+  returned: undefined | "",
+): string {
+  if (gateway.key === undefined) return delivery.noDefaultKey();
+  return `the key function (options.key) returned ${returned === "" ? '""' : "undefined"} for this message (read as ${delivery.readAs}); it must return a non-empty string`;
 }
 
 /** Transaction mode with the gateway disabled: no store, so no transaction to run the handler in. */
@@ -524,7 +564,7 @@ function disabledWithoutTransaction(): DeliveryOutcome {
   const error = new InvalidConfiguration(
     `${DISABLED_ENV} is set, but the handler runs in the store's transaction (transaction: true) and cannot run without the store; nacking`,
   );
-  return { kind: "failed", error, fromHandler: false };
+  return { kind: "failed", error, fromHandler: false, key: undefined };
 }
 
 /** The handler's signal when it runs without a claim (disabled, unguarded): no lease to lose. */
@@ -541,8 +581,12 @@ function lockFor<I>(
   delivery: Delivery<I>,
 ): ResolvedLockOptions {
   const { lock, requestTimeout } = gateway;
-  if (requestTimeout === undefined || lock.waitMs === 0) return lock;
-  return waitWithinDeadline(lock, requestTimeout.ms, delivery.startedAt ?? Date.now());
+  const bounded =
+    requestTimeout === undefined || lock.waitMs === 0
+      ? lock
+      : waitWithinDeadline(lock, requestTimeout.ms, delivery.startedAt ?? Date.now());
+  // The verbs' own lines (a failed release, a fenced-out complete) name the message too.
+  return { ...bounded, message: delivery };
 }
 
 /**
@@ -576,17 +620,13 @@ function guardedBody<I>(
  */
 export function logFailure(
   logger: Logger,
-  outcome: { error: unknown; fromHandler: boolean },
-  messageId: string,
+  outcome: { error: unknown; fromHandler: boolean; key: string | undefined },
+  about: MessageRef,
 ): void {
-  const stack = errorStack(outcome.error);
   logger.error(
     outcome.fromHandler ? "the handler threw; nacking" : "the gateway failed before the handler",
-    {
-      messageId,
-      outcome: "failed",
-      error: errorText(outcome.error),
-      ...(stack === undefined ? {} : { stack }),
-    },
+    deliveryFields("failed", outcome.key, about, errorText(outcome.error), {
+      stack: errorStack(outcome.error),
+    }),
   );
 }

@@ -1,6 +1,6 @@
 // The pull surface: a `subscription.on("message")` listener, which settles each message with
 // ack() or nack() and, since the emitter ignores promises, never rejects.
-import { errorText } from "../core/logger.js";
+import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
 import type { PubSubMessageLike } from "./envelope.js";
 import {
@@ -10,6 +10,9 @@ import {
   resolveGatewayOptions,
   type TransactionalGatewayOptions,
 } from "./pipeline.js";
+
+/** The message of a line written before any of its fields could be read. */
+const NOTHING_READ: MessageRef = {};
 
 /**
  * Wrap a pull subscriber's `message` listener. Acks on success or duplicate; nacks on
@@ -81,45 +84,50 @@ export function idempotentMessage<M extends PubSubMessageLike, Tx>(
         (handler as (message: M, signal: AbortSignal) => unknown)(message, signal);
   const { logger } = gateway.lock;
   return async (message) => {
-    let messageId = "";
+    // A pulled Message does not name its subscription: the lines carry id and attempt.
+    let about: MessageRef = NOTHING_READ;
+    let key: string | undefined;
     let settle: "ack" | "nack" = "nack";
     try {
       const id = message.id;
-      messageId = typeof id === "string" ? id : "";
       const attempt = message.deliveryAttempt;
-      const outcome = await deliver(gateway, {
-        input: message,
-        defaultKey: () => (typeof id === "string" ? id : undefined),
-        run: (signal, tx) => call(message, signal, tx),
+      const delivery = {
+        messageId: typeof id === "string" ? id : undefined,
         deliveryAttempt:
           typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
+        input: message,
+        defaultKey: () => (typeof id === "string" ? id : undefined),
+        noDefaultKey: () =>
+          `the pull message has no id (message.id is ${typeof id === "string" ? '""' : typeof id}); give options.key to key it otherwise`,
+        readAs: "a pull message",
+        run: (signal: AbortSignal, tx: unknown) => call(message, signal, tx),
         carrier: () => ({
-          messageId,
           traceparents: [
             readQuietly(readQuietly(message, "attributes"), PUBSUB_TRACEPARENT_ATTRIBUTE),
           ],
         }),
-      });
+      };
+      about = delivery;
+      const outcome = await deliver(gateway, delivery);
       if (outcome.kind === "ran" || outcome.kind === "duplicate") settle = "ack";
-      if (outcome.kind === "failed") logFailure(logger, outcome, messageId);
+      if (outcome.kind !== "unkeyed" && outcome.kind !== "invalid_key") key = outcome.key;
+      if (outcome.kind === "failed") logFailure(logger, outcome, about);
     } catch (error) {
       // A message whose fields cannot be read: nack it, never leave it leased.
-      logger.error("reading the message failed; nacking", {
-        messageId,
-        outcome: "failed",
-        error: errorText(error),
-      });
+      logger.error(
+        "reading the message failed; nacking",
+        deliveryFields("failed", undefined, about, errorText(error)),
+      );
     }
     try {
       if (settle === "ack") message.ack();
       else message.nack();
     } catch (error) {
       // An unhandled rejection would crash the worker; the lease expiry redelivers it.
-      logger.error("settling the message failed", {
-        messageId,
-        outcome: "settle_failed",
-        error: errorText(error),
-      });
+      logger.error(
+        "settling the message failed",
+        deliveryFields("settle_failed", key, about, errorText(error)),
+      );
     }
   };
 }

@@ -9,6 +9,8 @@
 // detection order is one decision: each format is recognised only after the ones before it.
 import { Buffer } from "node:buffer";
 import { MAX_KEY_BYTES } from "../core/constants.js";
+import { MalformedMessage } from "../core/errors.js";
+import type { MessageRef } from "../core/logger.js";
 import {
   ATTRIBUTE_NAME,
   type CloudEventAttributes,
@@ -63,6 +65,106 @@ const PUBLISH_TIME = "x-goog-pubsub-publish-time";
 const ORDERING_KEY = "x-goog-pubsub-ordering-key";
 /** What the Pub/Sub emulator (gcloud 528) writes for the ordering key instead. */
 const EMULATOR_ORDERING_KEY = "x-goog-ordering-key";
+
+/**
+ * The request headers that are never message attributes of an unwrapped push with metadata
+ * (`--push-no-wrapper-write-metadata`), lower case: the headers HTTP, its clients, proxies,
+ * Google's front end and tracing add. Pub/Sub writes each attribute as a header of its own
+ * name beside these; every other header of such a request is an attribute in
+ * `message.attributes`. An entry ending in `*` covers every name that starts with the text
+ * before it (`x-goog-*`: Pub/Sub's own `x-goog-pubsub-*` metadata among them).
+ *
+ * What cannot survive the trip as an attribute, then: an attribute named like an entry (in
+ * any case: `Content-Type`, `Host`, `From`, `Date`, `traceparent`, `x-goog-…`, `sec-…`) is
+ * dropped; HTTP folds header names to lower case, so `orderId` arrives as
+ * `attributes.orderid`, and two attributes whose names differ only in case arrive as one
+ * header whose values are joined with `", "`; an attribute name that is not an HTTP header
+ * name (a space, a colon) cannot be sent as a header at all. Key on attributes with
+ * lower-case names, or use a wrapped push, which carries them exactly.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, TRANSPORT_HEADERS } from "gcp-pubsub-idempotency";
+ *
+ * // Refuse to start with a business attribute that an unwrapped push would lose.
+ * const keyAttribute = "po";
+ * if (TRANSPORT_HEADERS.some((h) => (h.endsWith("*") ? keyAttribute.startsWith(h.slice(0, -1)) : h === keyAttribute))) {
+ *   throw new Error(`attribute ${keyAttribute} cannot arrive as a header`);
+ * }
+ * const handler = idempotentHttp(
+ *   { backend: new InMemoryLock(), key: ({ message }) => message.attributes[keyAttribute] },
+ *   async () => {},
+ * );
+ * ```
+ */
+export const TRANSPORT_HEADERS: readonly string[] = Object.freeze([
+  // Hop-by-hop and framing (RFC 9110 section 7.6.1, RFC 9112), HTTP/2 pseudo-headers.
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "http2-settings",
+  ":*",
+  // Standard request headers a client writes.
+  "host",
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "content-language",
+  "content-md5",
+  "user-agent",
+  "accept",
+  "accept-charset",
+  "accept-encoding",
+  "accept-language",
+  "expect",
+  "from",
+  "referer",
+  "origin",
+  "date",
+  "cache-control",
+  "pragma",
+  "max-forwards",
+  "range",
+  "if-match",
+  "if-none-match",
+  "if-modified-since",
+  "if-unmodified-since",
+  "if-range",
+  "priority",
+  "sec-*",
+  // Credentials.
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  // Proxies, load balancers and tracing.
+  "via",
+  "forwarded",
+  "x-forwarded-*",
+  "x-real-ip",
+  "x-request-id",
+  "x-cloud-trace-context",
+  "traceparent",
+  "tracestate",
+  "baggage",
+  // Google's front end, and Pub/Sub's own metadata (x-goog-pubsub-*).
+  "x-goog-*",
+]);
+
+const TRANSPORT_EXACT = new Set(TRANSPORT_HEADERS.filter((name) => !name.endsWith("*")));
+const TRANSPORT_PREFIXES = TRANSPORT_HEADERS.filter((name) => name.endsWith("*")).map((name) =>
+  name.slice(0, -1),
+);
+
+/** Whether a lower-case header name is one of {@link TRANSPORT_HEADERS}. */
+export function isTransportHeader(name: string): boolean {
+  if (TRANSPORT_EXACT.has(name)) return true;
+  for (const prefix of TRANSPORT_PREFIXES) if (name.startsWith(prefix)) return true;
+  return false;
+}
 
 /** The headers this module reads, by lower-case name, with every value each came with. */
 class RequestHeaders {
@@ -180,37 +282,111 @@ function mediaType(contentType: string | undefined): string | undefined {
  * ```
  */
 export function parsePushRequest(request: PushRequestHeaders, body: unknown): ParsedMessage {
-  if (!isObject(request)) fail(`the request is ${shown(request)}`);
-  const headers = new RequestHeaders(request);
-  const contentType = headers.one("content-type");
-  const media = mediaType(contentType);
-  if (media === "application/cloudevents+json") return structuredCloudEvent(body);
-  if (media?.startsWith("application/cloudevents")) {
-    fail(
-      `content-type ${shown(media)} is not read: only application/cloudevents+json and binary mode`,
-    );
+  return readPushRequest(request, body).message;
+}
+
+/** The formats {@link readPushRequest} tells apart, as its reasons name them. */
+export type PushFormat =
+  | "request"
+  | "envelope"
+  | "unwrapped"
+  | "unwrapped-metadata"
+  | "binary"
+  | "structured";
+
+/** Each format as the start of a malformed reason names it. */
+const FORMAT_LABEL: Readonly<Record<PushFormat, string>> = {
+  request: "push request",
+  envelope: "Pub/Sub push envelope",
+  unwrapped: "unwrapped push without metadata",
+  "unwrapped-metadata": "unwrapped push with metadata (x-goog-pubsub-* headers)",
+  binary: "CloudEvent in binary mode (ce-* headers)",
+  structured: "CloudEvent in structured mode (application/cloudevents+json)",
+};
+
+/** Each format as a reason names what the gateway read ("read as …"). */
+export const READ_AS: Readonly<Record<PushFormat, string>> = {
+  request: "a push request",
+  envelope: "a Pub/Sub push envelope",
+  unwrapped: "an unwrapped push without metadata",
+  "unwrapped-metadata": "an unwrapped push with metadata (x-goog-pubsub-* headers)",
+  binary: "a CloudEvent in binary mode (ce-* headers)",
+  structured: "a CloudEvent in structured mode (application/cloudevents+json)",
+};
+
+const GENERIC_PREFIX = "malformed Pub/Sub message: ";
+
+/**
+ * {@link parsePushRequest} with the format it read the request as. A malformed request
+ * throws {@link MalformedMessage} whose reason starts by naming the format it was read as
+ * (`malformed Pub/Sub push envelope: message.messageId is missing`).
+ */
+export function readPushRequest(
+  request: PushRequestHeaders,
+  body: unknown,
+): { message: ParsedMessage; format: PushFormat } {
+  let format: PushFormat = "request";
+  try {
+    if (!isObject(request)) fail(`the request is ${shown(request)}`);
+    const headers = new RequestHeaders(request);
+    const contentType = headers.one("content-type");
+    const media = mediaType(contentType);
+    if (media === "application/cloudevents+json") {
+      format = "structured";
+      return { message: structuredCloudEvent(body), format };
+    }
+    if (media?.startsWith("application/cloudevents")) {
+      fail(
+        `content-type ${shown(media)} is not read: only application/cloudevents+json and binary mode`,
+      );
+    }
+    if (headers.has("ce-specversion") || headers.has("ce-id")) {
+      format = "binary";
+      return { message: binaryCloudEvent(headers, contentType, body), format };
+    }
+    if (isObject(body) && media === "application/x-www-form-urlencoded") {
+      // What a form parser made of the data cannot be turned back into it.
+      fail(
+        "the body was parsed as a form by a body parser; mount the push route without one, or with express.raw()",
+      );
+    }
+    if (headers.has(MESSAGE_ID)) {
+      format = "unwrapped-metadata";
+      return unwrappedWithMetadata(request, headers, body);
+    }
+    // No metadata: a body declared JSON must be JSON, or it is no push at all.
+    const json = jsonBody(body, declaredJson(media) ? media : undefined);
+    if (json !== undefined && Object.hasOwn(json, "message")) {
+      format = "envelope";
+      return { message: fromEnvelopeObject(json, ""), format };
+    }
+    format = "unwrapped";
+    const message = makeMessage({
+      messageId: "",
+      data: bodyBytes(body),
+      attributes: {},
+      publishTime: undefined,
+      orderingKey: undefined,
+      deliveryAttempt: undefined,
+      subscription: undefined,
+    });
+    return { message, format };
+  } catch (error) {
+    if (error instanceof MalformedMessage && error.message.startsWith(GENERIC_PREFIX)) {
+      const reason = error.message.slice(GENERIC_PREFIX.length);
+      throw new MalformedMessage(`malformed ${FORMAT_LABEL[format]}: ${reason}`);
+    }
+    throw error;
   }
-  if (headers.has("ce-specversion") || headers.has("ce-id")) {
-    return binaryCloudEvent(headers, contentType, body);
-  }
-  if (isObject(body) && media === "application/x-www-form-urlencoded") {
-    // What a form parser made of the data cannot be turned back into it.
-    fail(
-      "the body was parsed as a form by a body parser; mount the push route without one, or with express.raw()",
-    );
-  }
-  if (headers.has(MESSAGE_ID)) return unwrappedWithMetadata(headers, body);
-  const json = jsonBody(body);
-  if (json !== undefined && Object.hasOwn(json, "message")) return fromEnvelopeObject(json, "");
-  return makeMessage({
-    messageId: "",
-    data: bodyBytes(body),
-    attributes: {},
-    publishTime: undefined,
-    orderingKey: undefined,
-    deliveryAttempt: undefined,
-    subscription: undefined,
-  });
+}
+
+/** Whether a media type declares a JSON body (`application/json`, `text/json`, `…+json`). */
+function declaredJson(media: string | undefined): media is string {
+  return (
+    media === "application/json" ||
+    media === "text/json" ||
+    (media?.endsWith("+json") === true && media.includes("/"))
+  );
 }
 
 /**
@@ -245,36 +421,100 @@ export function defaultMessageKey(message: ParsedMessage): string | undefined {
 }
 
 /**
- * Why a parsed push found no default key, for the 400 answer; undefined when it had one.
+ * Why a parsed push found no default key, for the 400 answer: what the gateway read it as
+ * and what was missing. Built only for a refusal.
  */
-export function missingKeyReason(message: ParsedMessage): string | undefined {
-  if (message.messageId !== "" || message.event !== undefined) return undefined;
+export function missingKeyReason(message: ParsedMessage, format: PushFormat): string {
+  const { event } = message;
+  if (event !== undefined) {
+    return event.type === MESSAGE_PUBLISHED_TYPE
+      ? `read as ${READ_AS[format]}: its data carries no Pub/Sub messageId; give options.key to key it otherwise`
+      : `read as ${READ_AS[format]}: its source and id make no key; give options.key to key it otherwise`;
+  }
+  if (message.messageId !== "") {
+    return `read as ${READ_AS[format]}: it has no key; give options.key to key it otherwise`;
+  }
   return (
-    "the request has no Pub/Sub messageId: it is neither a push body nor an unwrapped push " +
-    `with ${MESSAGE_ID} (turn on --push-no-wrapper-write-metadata) or a CloudEvent; ` +
-    "give options.key to key it otherwise"
+    `read as ${READ_AS[format]} (${message.data.byteLength} bytes): no ${MESSAGE_ID} header ` +
+    "and no push envelope { message, subscription }, so no Pub/Sub messageId; turn on " +
+    "--push-no-wrapper-write-metadata, or give options.key"
   );
 }
 
-/** The body as a JSON object when it is one (parsed, or JSON text or bytes); else undefined. */
-function jsonBody(body: unknown): Json | undefined {
+/** The longest id or subscription a malformed push's log line repeats. */
+const SALVAGED_CHARS = 256;
+
+/**
+ * What a log line can still name of a push that could not be parsed: the messageId and
+ * subscription from the metadata headers or the envelope, each only when it is text, cut
+ * to {@link SALVAGED_CHARS}. Total: a request or body that cannot be read names nothing.
+ */
+export function salvagedRef(request: PushRequestHeaders, body: unknown): MessageRef {
+  try {
+    const headers = request.headers;
+    const header = (name: string) => capped(isObject(headers) ? headers[name] : undefined);
+    const messageId = header(MESSAGE_ID) ?? header("ce-id");
+    if (messageId !== undefined) return { messageId, subscription: header(SUBSCRIPTION) };
+    const json = isObject(body)
+      ? body
+      : typeof body === "string" || isBytes(body)
+        ? jsonBody(body)
+        : undefined;
+    if (json === undefined) return {};
+    const inner = isObject(json.message) ? json.message : isObject(json.data) ? json.data : {};
+    const message = isObject(inner.message) ? inner.message : inner;
+    const attempt = json.deliveryAttempt;
+    return {
+      messageId: capped(message.messageId) ?? capped(message.message_id),
+      subscription: capped(json.subscription) ?? capped(inner.subscription),
+      deliveryAttempt: Number.isSafeInteger(attempt) ? (attempt as number) : undefined,
+    };
+  } catch {
+    return {};
+  }
+}
+
+function capped(value: unknown): string | undefined {
+  if (typeof value !== "string" || value === "") return undefined;
+  return value.length > SALVAGED_CHARS ? `${value.slice(0, SALVAGED_CHARS)}...` : value;
+}
+
+/** The most of a JSON.parse error a reason echoes: V8 quotes a few characters of the body. */
+const PARSE_ERROR_CHARS = 100;
+
+/**
+ * The body as a JSON object when it is one (parsed, or JSON text or bytes); else undefined.
+ * With `declared` (the body's JSON media type) a body that is not JSON is refused instead.
+ */
+function jsonBody(body: unknown, declared?: string): Json | undefined {
   if (isObject(body)) return body;
   let json: string;
   if (typeof body === "string") json = body;
   else if (isBytes(body)) {
-    // Only bytes that start like an object are decoded: a large binary payload is not.
-    const first = body.findIndex((b) => b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d);
-    if (body[first] !== 0x7b) return undefined;
+    // Undeclared, only bytes that start like an object are decoded: a large binary payload is not.
+    if (declared === undefined) {
+      const first = body.findIndex((b) => b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d);
+      if (body[first] !== 0x7b) return undefined;
+    }
     json = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
-  } else return undefined;
-  if (!json.trimStart().startsWith("{")) return undefined;
+  } else if (body === undefined && declared !== undefined) json = "";
+  else return undefined;
+  if (declared === undefined && !json.trimStart().startsWith("{")) return undefined;
   try {
     const value: unknown = JSON.parse(json);
     return isObject(value) ? value : undefined;
-  } catch {
-    return undefined;
+  } catch (error) {
+    if (declared === undefined) return undefined;
+    const what = `the body is declared ${declared}`;
+    if (json.trim() === "") fail(`${what} but is empty; ${ENVELOPE_SHAPE}`);
+    const why = error instanceof Error ? error.message : String(error);
+    const capped =
+      why.length > PARSE_ERROR_CHARS ? `${why.slice(0, PARSE_ERROR_CHARS - 3)}...` : why;
+    return fail(`${what} but is not valid JSON (${capped}); ${ENVELOPE_SHAPE}`);
   }
 }
+
+const ENVELOPE_SHAPE = "a Pub/Sub push is a JSON envelope { message, subscription }";
 
 /**
  * The body's bytes: as received, a string as UTF-8, or an object a JSON body parser made as
@@ -309,7 +549,36 @@ function metadataHeader(headers: RequestHeaders, name: string): string | undefin
   return value;
 }
 
-function unwrappedWithMetadata(headers: RequestHeaders, body: unknown): ParsedMessage {
+/**
+ * The attributes of an unwrapped push with metadata: every header of the request but the
+ * {@link TRANSPORT_HEADERS}, by its lower-case name. A header sent twice (two attributes
+ * whose names differ only in case) has its values joined with `", "`, as node:http does.
+ */
+function headerAttributes(request: PushRequestHeaders): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  const { headers } = request;
+  if (headers === undefined || headers === null) return attributes;
+  for (const name of Object.keys(headers)) {
+    const lower = name.toLowerCase();
+    if (isTransportHeader(lower)) continue;
+    const raw = headers[name];
+    if (raw === undefined) continue;
+    const values = (Array.isArray(raw) ? raw : [raw]).map((one) => headerText(lower, one));
+    const seen = Object.hasOwn(attributes, lower) ? attributes[lower] : undefined;
+    const value = seen === undefined ? values.join(", ") : [seen, ...values].join(", ");
+    // Assigned, except `__proto__`, which assignment would drop: that one is defined.
+    if (lower === "__proto__") {
+      Object.defineProperty(attributes, lower, { value, enumerable: true, writable: true });
+    } else attributes[lower] = value;
+  }
+  return attributes;
+}
+
+function unwrappedWithMetadata(
+  request: PushRequestHeaders,
+  headers: RequestHeaders,
+  body: unknown,
+): { message: ParsedMessage; format: PushFormat } {
   const messageId = metadataHeader(headers, MESSAGE_ID) as string;
   const subscription = metadataHeader(headers, SUBSCRIPTION);
   const publishTime = metadataHeader(headers, PUBLISH_TIME);
@@ -332,20 +601,21 @@ function unwrappedWithMetadata(headers: RequestHeaders, body: unknown): ParsedMe
   if (json !== undefined && isObject(json.message)) {
     const { messageId: camel, message_id: snake } = json.message;
     if (camel === messageId || (camel === undefined && snake === messageId)) {
-      return fromEnvelopeObject(json, "");
+      return { message: fromEnvelopeObject(json, ""), format: "envelope" };
     }
   }
-  return makeMessage({
+  const message = makeMessage({
     messageId,
     data: bodyBytes(body),
-    // The attributes arrive as headers of their own names, lower-cased and among the
-    // transport's headers, with nothing to tell them apart: read them from req.headers.
-    attributes: {},
+    // The attributes arrive as headers of their own names, lower-cased, among the headers
+    // the transport adds: everything but those (TRANSPORT_HEADERS) is an attribute.
+    attributes: headerAttributes(request),
     publishTime,
     orderingKey: orderingKey ?? emulatorOrderingKey,
     deliveryAttempt: undefined,
     subscription,
   });
+  return { message, format: "unwrapped-metadata" };
 }
 
 /** A `ce-*` header value: percent-encoded text (CloudEvents HTTP binding 1.0, 3.1.3.2). */

@@ -158,7 +158,7 @@ describe("lock", () => {
       severity: "ERROR",
       fields: { outcome: "complete_failed", key: "store-err" },
     });
-    expect(String(logger.lines[0]?.fields.error)).toContain("store down");
+    expect(String(logger.lines[0]?.fields.reason)).toContain("store down");
   });
 
   it("releases on a transient failure, so the redelivery runs once and succeeds", async () => {

@@ -107,7 +107,7 @@ describe("idempotent() on functions-framework cloudEvent", () => {
     expect(warnings[0]?.fields).toMatchObject({
       key: "c-1",
       deliveryAttempt: 2,
-      outcome: "in_progress",
+      outcome: "held",
     });
     expect(typeof warnings[0]?.fields.leaseExpiresAt).toBe("string");
     expect(JSON.stringify(warnings[0])).not.toContain("at ");

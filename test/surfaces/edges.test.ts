@@ -79,7 +79,7 @@ describe("a handler that throws something that is not a usable Error is nacked",
       for (const url of [await serveHttp(fn), await serveNodeHttp(fn)]) {
         expect((await post(url, pushBody("x"))).status).toBe(500);
       }
-      const failures = logger.at("ERROR").map((line) => String(line.fields.error));
+      const failures = logger.at("ERROR").map((line) => String(line.fields.reason));
       expect(failures).toHaveLength(2);
       for (const text of failures) expect(text.length).toBeGreaterThan(0);
     });

@@ -96,7 +96,7 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
       expect(runs.sort()).toEqual(["flaky", "o-1"]);
       // The failure was nacked (a duplicate meeting the live first delivery may be too).
       expect(nacked).toContain("flaky");
-      expect(logger.at("ERROR").map((l) => l.fields.error)).toEqual(["Error: transient"]);
+      expect(logger.at("ERROR").map((l) => l.fields.reason)).toEqual(["Error: transient"]);
     } finally {
       subscription.removeListener("message", answering);
       await subscription.close();
@@ -131,7 +131,7 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
         },
       ]);
       // The first delivery got a 500; the emulator redelivered it and the second one ran.
-      expect(logger.at("ERROR").map((l) => l.fields.error)).toEqual(["Error: transient"]);
+      expect(logger.at("ERROR").map((l) => l.fields.reason)).toEqual(["Error: transient"]);
     } finally {
       await server.close();
     }
@@ -143,10 +143,12 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
     let failuresLeft = 1;
     const fn = idempotentHttp({ backend: new InMemoryLock(), logger }, (m, req) => {
       if (failuresLeft-- > 0) throw new Error("transient");
-      // The attributes come as headers of their own names, lower-cased.
+      // The attributes come as headers of their own names, lower-cased: the gateway reads
+      // them back into message.attributes, and nothing the transport adds among them.
       seen.push({
         id: m.messageId,
         text: m.text(),
+        attributes: m.attributes,
         orderId: req.headers?.orderid,
         subscription: m.subscription,
         orderingKey: m.orderingKey,
@@ -175,12 +177,13 @@ describe.skipIf(emulator === undefined)("against the Pub/Sub emulator", () => {
         {
           id,
           text: payload,
+          attributes: { orderid: "o-7" },
           orderId: "o-7",
           subscription: `projects/${PROJECT}/subscriptions/unwrapped-${run}-sub`,
           orderingKey: "customer-1",
         },
       ]);
-      expect(logger.at("ERROR").map((l) => l.fields.error)).toEqual(["Error: transient"]);
+      expect(logger.at("ERROR").map((l) => l.fields.reason)).toEqual(["Error: transient"]);
     } finally {
       await server.close();
     }

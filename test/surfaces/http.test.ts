@@ -82,7 +82,10 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
     const url = await mount(fn);
     const response = await post(url, pushBody("x"));
     expect(response.status).toBe(400);
-    expect(response.text).toContain("no idempotency key");
+    // The key function was asked and returned nothing: the reason says so, not "no messageId".
+    expect(response.text.trim()).toBe(
+      "no idempotency key could be resolved for the message: the key function (options.key) returned undefined for this message (read as a Pub/Sub push envelope); it must return a non-empty string",
+    );
   });
 
   it.each(malformedBodies())("400 for a malformed body: %s", async (_name, body, contentType) => {
@@ -95,7 +98,7 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
     // express.json() rejects non-object JSON itself, with its own HTML page, before the gateway.
     // functions-framework does the same for bodies that are not JSON at all.
     if (response.text.startsWith("<!DOCTYPE") && mountName !== "node:http") return;
-    expect(response.text.trim()).toMatch(/^malformed Pub\/Sub message: /);
+    expect(response.text.trim()).toMatch(/^malformed Pub\/Sub push envelope: /);
     expect(response.text.trim().split("\n")).toHaveLength(1);
   });
 
@@ -110,18 +113,66 @@ describe.each(Object.keys(mounts))("idempotentHttp on %s", (mountName) => {
     expect(calls).toEqual([]);
     if (response.text.startsWith("<!DOCTYPE") && mountName !== "node:http") return;
     expect(response.text.trim()).toMatch(
-      /^no idempotency key could be resolved for the message: the request has no Pub\/Sub messageId/,
+      /^no idempotency key could be resolved for the message: read as an unwrapped push without metadata \(\d+ bytes\): no x-goog-pubsub-message-id header and no push envelope/,
     );
     expect(response.text.trim().split("\n")).toHaveLength(1);
   });
+
+  // Declared JSON, but not JSON: malformed, whatever the key option, and the reason says where.
+  it.each(bodiesNotJson())("400 for a body that is not JSON: %s", async (_name, body, reason) => {
+    const logger = captureLogger();
+    const runs: string[] = [];
+    const fn = idempotentHttp(
+      { backend: new InMemoryLock(), logger, key: ({ message }) => message.attributes.po },
+      (m) => void runs.push(m.messageId),
+    );
+    const url = await mount(fn);
+    const response = await post(url, body, { "content-type": "application/json" });
+    expect(response.status).toBe(400);
+    expect(runs).toEqual([]);
+    // express.json() and functions-framework answer a body that is not JSON themselves.
+    if (response.text.startsWith("<!DOCTYPE") && mountName !== "node:http") return;
+    // express.json() makes an empty body `{}`: JSON without a message, refused as unkeyed.
+    if (mountName === "express json" && body === "") return;
+    expect(response.text.trim()).toBe(reason);
+    expect(logger.at("WARNING").map((l) => l.fields)).toEqual([{ outcome: "malformed", reason }]);
+  });
 });
 
-/** [name, raw body text]: JSON bodies with no `message` member, and bodies that are no JSON object. */
+/** [name, raw body, the exact 400 reason]: bodies declared application/json that are not JSON. */
+function bodiesNotJson(): [string, string, string][] {
+  const shape = "a Pub/Sub push is a JSON envelope { message, subscription }";
+  // The parser's own words, as this Node.js writes them: V8 quotes at most a few characters.
+  const notJson = (body: string) => {
+    let why = "";
+    try {
+      JSON.parse(body);
+    } catch (error) {
+      why = (error as Error).message;
+    }
+    expect(why.length).toBeLessThan(100);
+    return `malformed push request: the body is declared application/json but is not valid JSON (${why}); ${shape}`;
+  };
+  const large = `x${"y".repeat(100_000)}`;
+  return [
+    ["hello", "hello", notJson("hello")],
+    [
+      "a truncated envelope",
+      '{"message":{"messageId":"1","da',
+      notJson('{"message":{"messageId":"1","da'),
+    ],
+    ["a large body is not echoed", large, notJson(large)],
+    [
+      "empty",
+      "",
+      `malformed push request: the body is declared application/json but is empty; ${shape}`,
+    ],
+  ];
+}
+
+/** [name, raw body text]: JSON bodies with no `message` member, no JSON object. */
 function bodiesWithoutMessage(): [string, string][] {
   return [
-    ["not JSON", "{not json"],
-    ["empty body", ""],
-    ["whitespace body", "   "],
     ["JSON null", "null"],
     ["JSON array", JSON.stringify([{ messageId: "1" }])],
     ["JSON string", JSON.stringify("hello")],
@@ -220,7 +271,7 @@ describe("idempotentHttp details", () => {
     const response = await post(s.url, pushBody("x"));
     expect(response.status).toBe(500);
     expect(response.text).not.toContain("store down");
-    expect(logger.at("ERROR")[0]?.fields.error).toContain("store down");
+    expect(logger.at("ERROR")[0]?.fields.reason).toContain("store down");
   });
 });
 

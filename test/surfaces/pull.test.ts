@@ -59,7 +59,7 @@ describe("idempotentMessage", () => {
     const first = fakeMessage("x", { messageId: "p-3" });
     await expect(onMessage(first)).resolves.toBeUndefined();
     expect(first.settlements).toEqual(["nack"]);
-    expect(logger.at("ERROR")[0]?.fields.error).toBe("Error: boom");
+    expect(logger.at("ERROR")[0]?.fields.reason).toBe("Error: boom");
     const second = fakeMessage("x", { messageId: "p-3" });
     await onMessage(second);
     expect(second.settlements).toEqual(["ack"]);

@@ -16,6 +16,7 @@ import {
   idempotentHttp,
   MESSAGE_PUBLISHED_TYPE,
   parsePushRequest,
+  TRANSPORT_HEADERS,
 } from "../../src/surfaces/index.js";
 import {
   cloudEventRequest,
@@ -386,5 +387,53 @@ describe("an unwrapped push is keyed by its header whatever its payload", () => 
   );
   it("fixed seed", () => {
     fc.assert(property, { numRuns: 1_000, seed: SEED });
+  });
+});
+
+describe("the attributes of an unwrapped push with metadata (property)", () => {
+  /** The oracle: is `name` (lower case) on the documented list, read straight off it. */
+  const listed = (name: string) =>
+    TRANSPORT_HEADERS.some((entry) =>
+      entry.endsWith("*") ? name.startsWith(entry.slice(0, -1)) : name === entry,
+    );
+  const token = fc.stringMatching(/^[a-z0-9!#$%&'*+.^_`|~-]{1,20}$/);
+  // Names off the list, names on it (a prefix entry with any tail), and near misses of both.
+  const name = fc.oneof(
+    token,
+    fc
+      .tuple(fc.constantFrom(...TRANSPORT_HEADERS), fc.stringMatching(/^[a-z0-9-]{0,8}$/))
+      .map(([entry, tail]) => (entry.endsWith("*") ? `${entry.slice(0, -1)}${tail}` : entry)),
+    fc
+      .tuple(fc.constantFrom(...TRANSPORT_HEADERS), fc.constantFrom("x", "-x", "s"))
+      .map(([entry, tail]) => `${entry.replace("*", "")}${tail}`),
+  );
+  const casing = (text: string, upper: boolean[]) =>
+    [...text].map((c, i) => (upper[i % upper.length] ? c.toUpperCase() : c)).join("");
+  const value = fc.stringMatching(/^[ -~]{0,30}$/);
+
+  it("any header not on TRANSPORT_HEADERS is an attribute, by its lower-case name; none on it ever is", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.tuple(name, value), {
+          selector: ([n]) => n.toLowerCase(),
+          maxLength: 12,
+        }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+        (pairs, upper) => {
+          const headers: Record<string, string> = { "x-goog-pubsub-message-id": "1" };
+          for (const [n, v] of pairs) {
+            if (n.toLowerCase() !== "x-goog-pubsub-message-id") headers[casing(n, upper)] = v;
+          }
+          const { attributes } = parsePushRequest({ headers }, "data");
+          const expected: Record<string, string> = {};
+          for (const [n, v] of Object.entries(headers)) {
+            if (!listed(n.toLowerCase())) expected[n.toLowerCase()] = v;
+          }
+          expect(attributes).toEqual(expected);
+          for (const n of Object.keys(attributes)) expect(listed(n)).toBe(false);
+        },
+      ),
+      { seed: SEED, numRuns: 500 },
+    );
   });
 });

@@ -1,12 +1,14 @@
 import { Buffer } from "node:buffer";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { MalformedMessage } from "../../src/core/errors.js";
 import { assertValidKey } from "../../src/core/validate.js";
 import {
   cloudEventKey,
   cloudEventSourceIdKey,
   defaultMessageKey,
+  idempotentHttp,
   MESSAGE_PUBLISHED_TYPE,
   type ParsedMessage,
   parsePushRequest,
@@ -126,6 +128,110 @@ describe("parsePushRequest: one message whatever the push format", () => {
     expect(
       refusal({ "content-type": "application/x-www-form-urlencoded" }, { '{"po":"1"}': "" }),
     ).toMatch(/parsed as a form/);
+  });
+});
+
+describe("parsePushRequest: the attributes of an unwrapped push with metadata", () => {
+  it("are the headers Pub/Sub wrote for them, by lower-case name, without the transport's", () => {
+    const request = pushRequest(
+      "x",
+      { messageId: "7", attributes: { orderId: "o-7", po: "4711" } },
+      "unwrapped-with-metadata",
+    );
+    const headers = {
+      ...request.headers,
+      host: "run.app",
+      "content-type": "application/json",
+      "content-length": "1",
+      "user-agent": "APIs-Google",
+      authorization: "Bearer t",
+      "x-forwarded-for": "1.2.3.4",
+      "x-cloud-trace-context": "abc/1",
+      traceparent: "00-1-2-01",
+      forwarded: "for=1.2.3.4",
+      "accept-encoding": "gzip",
+    };
+    const message = parsePushRequest({ headers }, request.body);
+    expect(message.attributes).toEqual({ orderid: "o-7", po: "4711" });
+    expect(Object.isFrozen(message.attributes)).toBe(true);
+  });
+
+  it("key a message by its business attribute, the documented way", async () => {
+    const backend = new InMemoryLock();
+    const runs: string[] = [];
+    const fn = idempotentHttp(
+      { backend, key: ({ message }) => message.attributes.po },
+      (m) => void runs.push(m.messageId),
+    );
+    // Two messages (two ids) of one order: one run.
+    for (const messageId of ["1", "2"]) {
+      const { headers, body } = pushRequest(
+        "x",
+        { messageId, attributes: { po: "4711" } },
+        "unwrapped-with-metadata",
+      );
+      const res = { statusCode: 0, end() {} };
+      await fn({ headers, body }, res);
+      expect(res.statusCode).toBe(204);
+    }
+    expect(runs).toEqual(["1"]);
+  });
+
+  it("a header sent twice is one attribute, its values joined as node:http joins them", () => {
+    const headers = { "x-goog-pubsub-message-id": "1", Region: "eu", region: ["us", "asia"] };
+    expect(parsePushRequest({ headers }, "").attributes).toEqual({ region: "eu, us, asia" });
+  });
+
+  it("an attribute named __proto__ is kept as an own property", () => {
+    const headers = JSON.parse('{"x-goog-pubsub-message-id":"1","__proto__":"p"}');
+    const { attributes } = parsePushRequest({ headers }, "");
+    expect(Object.keys(attributes)).toEqual(["__proto__"]);
+    expect(Object.getPrototypeOf(attributes)).toBe(Object.prototype);
+  });
+
+  it("a wrapped push and an unwrapped push without metadata keep their own attributes", () => {
+    const headers = { "content-type": "application/json", po: "from-a-header" };
+    const wrapped = parsePushRequest({ headers }, pushBody("x", { attributes: { po: "1" } }));
+    expect(wrapped.attributes).toEqual({ po: "1" });
+    expect(parsePushRequest({ headers: { po: "h" } }, "x").attributes).toEqual({});
+  });
+});
+
+describe("parsePushRequest: a body declared JSON must be JSON", () => {
+  it("names the JSON error and its place, and echoes at most a few characters", () => {
+    const big = `{"message":${"x".repeat(1_000_000)}`;
+    const reason = refusal({ "content-type": "application/json" }, big);
+    // The parser's own words (V8 quotes a few characters around the place), never the body.
+    expect(reason).toMatch(
+      /^malformed push request: the body is declared application\/json but is not valid JSON \(Unexpected token 'x', .{0,40} is not valid JSON\); a Pub\/Sub push is a JSON envelope \{ message, subscription \}$/,
+    );
+    expect(reason?.length).toBeLessThan(300);
+  });
+
+  it("any +json type counts; without a JSON type the body is an unwrapped push's data", () => {
+    expect(refusal({ "content-type": "application/vnd.x+json; charset=utf-8" }, "hi")).toMatch(
+      /^malformed push request: the body is declared application\/vnd\.x\+json but is not valid JSON/,
+    );
+    expect(parsePushRequest({ headers: { "content-type": "text/plain" } }, "hi").text()).toBe("hi");
+    // With metadata headers the body is the data, whatever its declared type says.
+    const headers = { "content-type": "application/json", "x-goog-pubsub-message-id": "1" };
+    expect(parsePushRequest({ headers }, "hi").text()).toBe("hi");
+  });
+
+  it("each malformed reason names what the gateway read", () => {
+    const id = { "x-goog-pubsub-message-id": "1" };
+    expect(refusal({ ...id, "x-goog-pubsub-publish-time": "soon" })).toMatch(
+      /^malformed unwrapped push with metadata \(x-goog-pubsub-\* headers\): /,
+    );
+    expect(refusal({}, { message: { data: "" } })).toMatch(
+      /^malformed Pub\/Sub push envelope: message\.messageId is missing$/,
+    );
+    expect(refusal({ "ce-id": "1", "ce-specversion": "1.0" })).toMatch(
+      /^malformed CloudEvent in binary mode \(ce-\* headers\): /,
+    );
+    expect(refusal({ "content-type": "application/cloudevents+json" }, "{}")).toMatch(
+      /^malformed CloudEvent in structured mode \(application\/cloudevents\+json\): /,
+    );
   });
 });
 

@@ -191,10 +191,13 @@ describe("trace continuation from each carrier", () => {
     );
     const event = { ...structuredCloudEvent({}), traceparent: TRACEPARENT } as CloudEventLike;
     await fn(event);
-    const span = otel.span(DELIVERY);
+    // The event's data names its subscription: the span is named by it, as a push's is.
+    const subscription = "projects/test-project/subscriptions/test-sub";
+    const span = otel.span(`process ${subscription}`);
     expect(span.spanContext().traceId).toBe(TRACE_ID);
     expect(parentOf(span)).toBe(PARENT_ID);
     expect(span.attributes["idempotency.surface"]).toBe("idempotent");
+    expect(span.attributes["messaging.destination.subscription.name"]).toBe(subscription);
   });
 
   it("hostile traceparents never throw and never become the parent", async () => {

@@ -207,6 +207,6 @@ describe("transaction mode: refusals", () => {
     expect(message.settlements).toEqual(["nack"]);
     expect(ran).toBe(false);
     expect(rows()).toEqual([]);
-    expect(logger.at("ERROR")[0]?.fields.error).toMatch(/cannot run without the store/);
+    expect(logger.at("ERROR")[0]?.fields.reason).toMatch(/cannot run without the store/);
   });
 });

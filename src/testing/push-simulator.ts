@@ -80,9 +80,10 @@ export interface SimulateOptions {
   /**
    * The `Authorization` header of each delivery, as an authenticated push subscription sends
    * it; a function is called per delivery (e.g. `() => identity.authorization()` with a
-   * {@link createTestIdentity} identity). Default: none.
+   * {@link createTestIdentity} identity, or `identity.forge(kind)`, undefined for `missing`).
+   * Default: none.
    */
-  authorization?: string | (() => string | undefined);
+  authorization?: string | (() => string | undefined) | undefined;
 }
 
 /**

@@ -130,28 +130,55 @@ const UNIT_MS: Readonly<Record<string, number>> = {
   h: 3_600_000,
   d: 86_400_000,
 };
-const DURATION = /^(?:\d{1,9}(?:ms|s|m|h|d))+$/;
-const DURATION_PART = /(\d{1,9})(ms|s|m|h|d)/g;
+const DURATION = /^(?:\d{1,12}(?:ms|s|m|h|d))+$/;
+const DURATION_PART = /(\d{1,12})(ms|s|m|h|d)/g;
+const MILLISECONDS = /^\d{1,12}$/;
+const DURATION_FORMS = "300s, 5m, 1h, 1h30m, 250ms or a plain number of milliseconds (300000)";
 
 /**
- * A duration such as `15m`, `1h30m`, `90s`, `500ms` or `2d`, as whole milliseconds: one or more
- * number-unit pairs, at most {@link MAX_TTL_MS} in all, never zero. A bare number is refused:
- * seconds or milliseconds would be a guess.
+ * A duration as whole milliseconds: one or more number-unit pairs such as `300s`, `5m`, `1h`,
+ * `1h30m` or `250ms` (units ms, s, m, h, d), or a plain number, which is milliseconds like
+ * the library's `leaseMs` and `ttlMs`. Above 0 and at most {@link MAX_TTL_MS}; anything else
+ * (a fraction, a space, a sign, an unknown unit) is a UsageError naming the option and the
+ * forms it takes. The one parser of every duration option.
  */
 export function parseDuration(name: string, text: string): number {
-  if (text.length > 40 || !DURATION.test(text)) {
+  if (text.length > 40 || !(DURATION.test(text) || MILLISECONDS.test(text))) {
     throw new UsageError(
-      `${name} must be a duration such as 15m, 1h30m, 90s or 500ms (units ms, s, m, h, d), got ${shown(text)}`,
+      `${name} must be a duration such as ${DURATION_FORMS}, got ${shown(text)}`,
     );
   }
   let ms = 0;
-  for (const [, amount, unit] of text.matchAll(DURATION_PART)) {
-    ms += Number(amount) * (UNIT_MS[unit as string] as number);
+  if (MILLISECONDS.test(text)) ms = Number(text);
+  else {
+    for (const [, amount, unit] of text.matchAll(DURATION_PART)) {
+      ms += Number(amount) * (UNIT_MS[unit as string] as number);
+    }
   }
   if (ms === 0 || ms > MAX_TTL_MS) {
-    throw new UsageError(`${name} must be above 0 and at most 10 years, got ${shown(text)}`);
+    throw new UsageError(
+      `${name} must be above 0 and at most 10 years (${MAX_TTL_MS} ms), got ${shown(text)}`,
+    );
   }
   return ms;
+}
+
+/**
+ * Whole milliseconds as the duration text {@link parseDuration} reads back to the same number:
+ * `15m`, `1h30m`, `5m250ms`; the largest units first, none left out.
+ */
+export function formatDuration(ms: number): string {
+  if (!Number.isSafeInteger(ms) || ms <= 0) return `${ms}ms`;
+  let rest = ms;
+  let text = "";
+  for (const unit of ["d", "h", "m", "s", "ms"] as const) {
+    const size = UNIT_MS[unit] as number;
+    if (rest >= size) {
+      text += `${Math.floor(rest / size)}${unit}`;
+      rest %= size;
+    }
+  }
+  return text;
 }
 
 /** An argument as a message quotes it: JSON-escaped (no control character reaches the terminal), cut at 60. */

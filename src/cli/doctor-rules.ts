@@ -35,7 +35,7 @@ export interface Sizing {
 export type Verdict = "pass" | "fail" | "n/a";
 
 export interface RuleResult {
-  readonly rule: "lease" | "lease+ttl" | "dead-letter" | "push-auth";
+  readonly rule: "lease" | "lease+ttl" | "dead-letter" | "retry-policy" | "push-auth";
   readonly title: string;
   readonly verdict: Verdict;
   /** The check with its numbers, one line. */
@@ -92,6 +92,7 @@ export function checkRules(facts: SubscriptionFacts, sizing: Sizing): RuleResult
     leaseRule(facts, sizing),
     lifeRule(sizing),
     deadLetterRule(facts, sizing),
+    retryPolicyRule(facts),
     pushAuthRule(facts),
   ];
 }
@@ -177,7 +178,7 @@ function deadLetterRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
       title,
       verdict: "fail",
       arithmetic: `no retry policy: a nacked copy is redelivered at once, so one lease of ${seconds(sizing.leaseMs)} can use up all ${deadLetter.maxDeliveryAttempts} attempts`,
-      fix: `gcloud pubsub subscriptions update ${shortName(facts.name)} --min-retry-delay=10s --max-retry-delay=600s`,
+      fix: `gcloud pubsub subscriptions update ${shortName(facts.name)} ${RETRY_POLICY_FIX}`,
     };
   }
   const { minimum, attempts } = needed;
@@ -199,6 +200,39 @@ function deadLetterRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
               ? "no dead-letter policy allows that many attempts (at most 100): shorten the lease or lengthen the retry backoff"
               : `gcloud pubsub subscriptions update ${shortName(facts.name)} --max-delivery-attempts=${minimum}`,
         }),
+  };
+}
+
+/** The retry policy's backoff, as gcloud sets it: Pub/Sub's own bounds of a policy. */
+export const RETRY_POLICY_FIX = "--min-retry-delay=10s --max-retry-delay=600s";
+
+/**
+ * Without a retry policy a nack is redelivered at once: a copy that meets a held key (the
+ * contention nack every surface answers) comes straight back, and a pull worker spins against
+ * the holder until its lease ends.
+ */
+function retryPolicyRule(facts: SubscriptionFacts): RuleResult {
+  const rule = "retry-policy";
+  const title = "a nack waits out a backoff (retry policy)";
+  const { retryPolicy } = facts;
+  if (retryPolicy !== undefined) {
+    return {
+      rule,
+      title,
+      verdict: "pass",
+      arithmetic: `a nacked copy comes back after ${seconds(retryPolicy.minimumBackoffMs)}, doubling up to ${seconds(retryPolicy.maximumBackoffMs)}`,
+    };
+  }
+  const effect =
+    facts.pushEndpoint === undefined
+      ? "a pull worker spins on contention: each copy that meets a held key is nacked and comes straight back until the holder's lease ends"
+      : "a push that meets a held key is answered 503 and pushed again at once, held back only by push flow control, until the holder's lease ends";
+  return {
+    rule,
+    title,
+    verdict: "fail",
+    arithmetic: `no retry policy: a nack is redelivered at once, so ${effect}`,
+    fix: `gcloud pubsub subscriptions update ${shortName(facts.name)} ${RETRY_POLICY_FIX}`,
   };
 }
 

@@ -7,6 +7,7 @@ import {
   type Command,
   EXIT,
   flag,
+  formatDuration,
   optionText,
   parseDuration,
   shown,
@@ -22,9 +23,10 @@ import {
 } from "./doctor-rules.js";
 import { formatSpan, writeJson } from "./output.js";
 
-/** `projects/P/subscriptions/S`, with the characters Pub/Sub allows in each part. */
-const SUBSCRIPTION =
-  /^projects\/[a-z0-9.:-]{1,100}\/subscriptions\/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/;
+/** A project id (a domain-scoped one too), and a subscription id, as Pub/Sub allows them. */
+const PROJECT = "[a-z0-9.:-]{1,100}";
+const SHORT_NAME = "[A-Za-z][A-Za-z0-9._~+%-]{2,254}";
+const SUBSCRIPTION = new RegExp(`^projects/(${PROJECT})/subscriptions/(${SHORT_NAME})$`);
 const API = "https://pubsub.googleapis.com";
 const SCOPE = "https://www.googleapis.com/auth/pubsub";
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -36,9 +38,18 @@ export const doctorCommand: Command = {
       {
         name: "--subscription",
         value: "NAME",
-        help: "the subscription, projects/P/subscriptions/S (required)",
+        help: "the subscription: projects/P/subscriptions/S, or S with --project (required)",
       },
-      { name: "--lease", value: "DURATION", help: "the service's leaseMs (default 15m)" },
+      {
+        name: "--project",
+        value: "ID",
+        help: "the project of a short --subscription name",
+      },
+      {
+        name: "--lease",
+        value: "DURATION",
+        help: "the service's leaseMs: 300s, 5m, 1h, 250ms, or plain milliseconds (default 15m)",
+      },
       { name: "--ttl", value: "DURATION", help: "the backend's ttlMs (default 1h)" },
       { name: "--heartbeat", help: "the service runs with heartbeat on" },
       {
@@ -58,7 +69,7 @@ export const doctorCommand: Command = {
     maxPositionals: 0,
   },
   summary: "check a subscription against the sizing rules and push auth (exit 1 on a violation)",
-  usage: "--subscription projects/P/subscriptions/S",
+  usage: "--subscription projects/P/subscriptions/S | --project P --subscription S",
   description:
     "Reads the subscription through the Pub/Sub admin API (ack deadline, retry policy,\n" +
     "dead-letter policy and max attempts, push endpoint and auth, exactly-once delivery) and\n" +
@@ -66,13 +77,10 @@ export const doctorCommand: Command = {
     "Exits 1 when a rule is broken. Credentials: Application Default Credentials (needs\n" +
     "google-auth-library); with PUBSUB_EMULATOR_HOST set, the emulator, without any.",
   async run(args, io) {
-    const name = optionText(args, "--subscription");
-    if (name === undefined) {
-      throw new UsageError("doctor needs --subscription projects/P/subscriptions/S");
-    }
-    if (!SUBSCRIPTION.test(name)) {
-      throw new UsageError(`--subscription must be projects/P/subscriptions/S, got ${shown(name)}`);
-    }
+    const name = subscriptionName(
+      optionText(args, "--subscription"),
+      optionText(args, "--project"),
+    );
     const sizing = sizingOf(args);
     const facts = subscriptionFacts(await readSubscription(name, io.env));
     const rules = checkRules(facts, sizing);
@@ -85,6 +93,44 @@ export const doctorCommand: Command = {
     return broken.length === 0 ? EXIT.ok : EXIT.no;
   },
 };
+
+/**
+ * The subscription's full name: `--subscription` as given when it is one, else built from a
+ * short name and `--project`. Refuses a short name without `--project` (naming both fixes), a
+ * full name whose project `--project` contradicts, and characters Pub/Sub does not allow.
+ */
+export function subscriptionName(given: string | undefined, project: string | undefined): string {
+  if (project !== undefined && !new RegExp(`^${PROJECT}$`).test(project)) {
+    throw new UsageError(
+      `--project must be a project id (lowercase letters, digits, -, ., :), got ${shown(project)}`,
+    );
+  }
+  if (given === undefined) {
+    throw new UsageError(
+      "doctor needs --subscription projects/P/subscriptions/S (or --project P --subscription S)",
+    );
+  }
+  const full = SUBSCRIPTION.exec(given);
+  if (full !== null) {
+    if (project !== undefined && project !== full[1]) {
+      throw new UsageError(
+        `--subscription ${shown(given)} is in project ${shown(full[1] as string)}, but --project says ${shown(project)}: drop one`,
+      );
+    }
+    return given;
+  }
+  if (!new RegExp(`^${SHORT_NAME}$`).test(given)) {
+    throw new UsageError(
+      `--subscription must be projects/P/subscriptions/S or a subscription id S (a letter, then 2 to 254 of letters, digits and - . _ ~ + %), got ${shown(given)}`,
+    );
+  }
+  if (project === undefined) {
+    throw new UsageError(
+      `--subscription ${shown(given)} is a short name and no project is given: pass --project P (doctor then reads projects/P/subscriptions/${given}), or the full name --subscription projects/P/subscriptions/${given}`,
+    );
+  }
+  return `projects/${project}/subscriptions/${given}`;
+}
 
 function sizingOf(args: Parameters<Command["run"]>[0]): Sizing {
   const duration = (name: string, fallback: number | undefined) => {
@@ -157,6 +203,7 @@ const RULE_LABEL: Readonly<Record<RuleResult["rule"], string>> = {
   lease: "rule 1",
   "lease+ttl": "rule 2",
   "dead-letter": "rule 3",
+  "retry-policy": "retry policy",
   "push-auth": "push auth",
 };
 
@@ -184,7 +231,7 @@ function report(facts: SubscriptionFacts, sizing: Sizing, rules: RuleResult[]): 
         : `to ${facts.deadLetter.topic} after ${facts.deadLetter.maxDeliveryAttempts} attempts`
     }`,
     `exactly-once        ${facts.exactlyOnce ? "on" : "off"}`,
-    `service             lease ${formatSpan(sizing.leaseMs)}, ttl ${formatSpan(sizing.ttlMs)}, heartbeat ${sizing.heartbeat ? "on" : "off"}`,
+    `service             lease ${formatDuration(sizing.leaseMs)}, ttl ${formatDuration(sizing.ttlMs)}, heartbeat ${sizing.heartbeat ? "on" : "off"}`,
     "",
   ];
   for (const rule of rules) {

@@ -4,7 +4,12 @@ import type { InspectedRecord, LockBackend } from "../core/types.js";
 import { assertValidKey } from "../core/validate.js";
 import { COMMON_OPTIONS, type Command, EXIT, flag } from "./args.js";
 import { type CliIo, formatMoment, shownKey, table, writeJson } from "./output.js";
-import { openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+import { type OpenStore, openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+
+/** The first line of a command's text output: the store, and the prefix or table it read. */
+export function readLine(store: OpenStore): string {
+  return `read ${store.description}`;
+}
 
 /**
  * What a record means now: `held` (a live lease), `lapsed` (the lease ended: the next claim
@@ -25,7 +30,8 @@ const MEANING: Readonly<Record<RecordStatus, string>> = {
   lapsed: "the holder's lease ended: the next claim takes the key at fence + 1",
   done: "completed: a delivery of this key now is a duplicate",
   expired: "past its expiry: counts as absent until the store deletes it",
-  absent: "no record: the next claim takes the key at a new fence, above any it had",
+  absent:
+    "no record here; a wrong --prefix, --table or --kind reads as absent too. The next claim takes the key at a new fence, above any it had",
 };
 
 /** The record and its status as `--json` writes them: the port's fields, times in epoch ms. */
@@ -88,9 +94,11 @@ export const inspectCommand: Command = {
       if (flag(args, "--json")) {
         writeJson(io, {
           backend: store.description,
+          read: store.reads,
           records: records.map(([key, record]) => recordJson(key, record)),
         });
       } else {
+        io.out(`${readLine(store)}\n\n`);
         io.out(records.map(([key, record]) => recordText(key, record)).join("\n"));
       }
       return EXIT.ok;

@@ -1,5 +1,6 @@
 // `purge`: delete the records past their expiry, in the backend's batches, with a running count.
 import { COMMON_OPTIONS, type Command, EXIT, flag } from "./args.js";
+import { readLine } from "./inspect.js";
 import { type CliIo, formatSpan, writeJson } from "./output.js";
 import { openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
 
@@ -29,10 +30,17 @@ export const purgeCommand: Command = {
       const { backend } = store;
       const purge = backend.purgeExpired?.bind(backend);
       if (purge === undefined) {
-        if (json) writeJson(io, { backend: store.description, deleted: 0, note: SELF_EXPIRING });
-        else io.out(`${SELF_EXPIRING}\n`);
+        if (json) {
+          writeJson(io, {
+            backend: store.description,
+            read: store.reads,
+            deleted: 0,
+            note: SELF_EXPIRING,
+          });
+        } else io.out(`${readLine(store)}\n${SELF_EXPIRING}\n`);
         return EXIT.ok;
       }
+      if (!json) io.out(`${readLine(store)}\n`);
       const started = Date.now();
       const progress = !json && io.errIsTerminal ? progressLine(io) : undefined;
       let deleted: number;
@@ -42,11 +50,13 @@ export const purgeCommand: Command = {
         progress?.end();
       }
       const elapsedMs = Date.now() - started;
-      if (json) writeJson(io, { backend: store.description, deleted, elapsedMs });
-      else
+      if (json)
+        writeJson(io, { backend: store.description, read: store.reads, deleted, elapsedMs });
+      else {
         io.out(
-          `deleted ${deleted.toLocaleString("en-US")} expired records in ${formatSpan(elapsedMs)} (${store.description})\n`,
+          `deleted ${deleted.toLocaleString("en-US")} expired records in ${formatSpan(elapsedMs)}\n`,
         );
+      }
       return EXIT.ok;
     } finally {
       await store.close();

@@ -12,9 +12,9 @@ import {
   parseDuration,
   UsageError,
 } from "./args.js";
-import { inspector, recordJson, recordText, statusOf } from "./inspect.js";
+import { inspector, readLine, recordJson, recordText, statusOf } from "./inspect.js";
 import { type CliIo, shownKey, writeJson } from "./output.js";
-import { openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+import { type OpenStore, openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
 
 export const releaseCommand: Command = {
   spec: {
@@ -58,22 +58,32 @@ export const releaseCommand: Command = {
       const { backend } = store;
       const before = await inspector(backend)(key);
       const status = statusOf(before);
-      if (!json) io.out(recordText(key, before));
+      if (!json) io.out(`${readLine(store)}\n\n${recordText(key, before)}`);
       if (before === undefined || status === "expired" || status === "done") {
         const why =
           status === "done"
             ? "it is done: a done key is never released (it stays a duplicate until its expiry)"
             : "there is no live record to free";
-        return answer(io, json, key, before, undefined, `not released: ${why}`, EXIT.no);
+        return answer(io, store, json, key, before, undefined, `not released: ${why}`, EXIT.no);
       }
       if (!confirmed && !(await confirm(io, key, before))) {
-        return answer(io, json, key, before, undefined, "not released: not confirmed", EXIT.no);
+        return answer(
+          io,
+          store,
+          json,
+          key,
+          before,
+          undefined,
+          "not released: not confirmed",
+          EXIT.no,
+        );
       }
       const forceRelease = backend.forceRelease?.bind(backend);
       if (forceRelease === undefined) throw new Error("this backend has no forceRelease()");
       const outcome = await forceRelease(key, before.fencingId);
       return answer(
         io,
+        store,
         json,
         key,
         before,
@@ -113,6 +123,7 @@ function outcomeExit(outcome: ForceReleaseOutcome): number {
 
 function answer(
   io: CliIo,
+  store: OpenStore,
   json: boolean,
   key: string,
   before: InspectedRecord | undefined,
@@ -122,6 +133,8 @@ function answer(
 ): number {
   if (json) {
     writeJson(io, {
+      backend: store.description,
+      read: store.reads,
       key,
       released: outcome?.status === "released",
       before: recordJson(key, before),

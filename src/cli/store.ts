@@ -3,6 +3,7 @@
 import { importPeer, isMissingPackage, missingPeerText } from "../core/peer.js";
 import type { LockBackend } from "../core/types.js";
 import { type ParsedArgs, shown, UsageError } from "./args.js";
+import { shownKey } from "./output.js";
 
 /** A store named by a backend URL, before anything is opened. */
 export type StoreSpec =
@@ -152,12 +153,51 @@ export function storeSpecOf(
   return spec;
 }
 
-/** An open store: the backend, a name for messages, and how to let go of it. */
+/**
+ * What a command read: the store, where it is, and the prefix, table, kind or collection the
+ * records are under; `--json` writes it as the `read` field.
+ */
+export interface StoreReads {
+  readonly store: StoreKind;
+  /** host:port (and database), a file, or a Spanner database; absent for Datastore and Firestore. */
+  readonly at?: string;
+  readonly project?: string;
+  readonly database?: string;
+  readonly prefix?: string;
+  readonly table?: string;
+  readonly kind?: string;
+  readonly namespace?: string;
+  readonly collection?: string;
+}
+
+/** `redis 127.0.0.1:6379, prefix idem:`: what was read, as the first line of the text output. */
+export function readsText(reads: StoreReads): string {
+  const parts: string[] = [];
+  const put = (label: string, value: string | undefined) => {
+    if (value !== undefined) parts.push(`${label} ${shownKey(value)}`);
+  };
+  put("prefix", reads.prefix);
+  put("table", reads.table);
+  put("kind", reads.kind);
+  put("namespace", reads.namespace);
+  put("collection", reads.collection);
+  put("project", reads.project);
+  put("database", reads.database);
+  const head = reads.at === undefined ? reads.store : `${reads.store} ${reads.at}`;
+  return [head, ...parts].join(", ");
+}
+
+/** An open store: the backend, what it reads, and how to let go of it. */
 export interface OpenStore {
   readonly backend: LockBackend;
-  /** e.g. `redis 127.0.0.1:6379 prefix "idem:"`, for the output's header. */
+  readonly reads: StoreReads;
+  /** {@link readsText} of `reads`: `redis 127.0.0.1:6379, prefix idem:`. */
   readonly description: string;
   close(): Promise<void>;
+}
+
+function opened(backend: LockBackend, reads: StoreReads, close: () => Promise<void>): OpenStore {
+  return { backend, reads, description: readsText(reads), close };
 }
 
 /** What the commands pass on to the backend's constructor. */
@@ -194,11 +234,16 @@ export async function openStore(
         ...googleSettings(option),
         ...ttl,
       });
-      return {
+      return opened(
         backend,
-        description: `datastore namespace ${spec.namespace ?? "(default)"} kind ${backend.kind}`,
-        close: () => backend.close(),
-      };
+        {
+          store: "datastore",
+          kind: backend.kind,
+          namespace: spec.namespace ?? "(default)",
+          ...googleSettingsShown(option),
+        },
+        () => backend.close(),
+      );
     }
     case "firestore": {
       const { FirestoreLock } = await import("../backends/firestore/index.js");
@@ -207,27 +252,29 @@ export async function openStore(
         ...googleSettings(option),
         ...ttl,
       });
-      return {
+      return opened(
         backend,
-        description: `firestore collection ${backend.collection}`,
-        close: () => backend.close(),
-      };
+        { store: "firestore", collection: backend.collection, ...googleSettingsShown(option) },
+        () => backend.close(),
+      );
     }
     case "spanner": {
       const { SpannerLock } = await import("../backends/spanner/index.js");
       const { kind: _, ...ids } = spec;
       const backend = new SpannerLock({ ...defined({ ...ids, table: option("--table") }), ...ttl });
-      return {
-        backend,
-        description: `spanner database instances/${spec.instanceId}/databases/${spec.databaseId} table ${backend.table}`,
-        close: () => backend.close(),
-      };
+      const at = `${spec.projectId === undefined ? "" : `projects/${spec.projectId}/`}instances/${spec.instanceId}/databases/${spec.databaseId}`;
+      return opened(backend, { store: "spanner", at, table: backend.table }, () => backend.close());
     }
   }
 }
 
 function googleSettings(option: (name: string) => string | undefined) {
   return defined({ projectId: option("--project"), databaseId: option("--database") });
+}
+
+/** The project and database given on the command line, for what a command read. */
+function googleSettingsShown(option: (name: string) => string | undefined) {
+  return defined({ project: option("--project"), database: option("--database") });
 }
 
 /** The entries whose value is defined (exactOptionalPropertyTypes: absent, not undefined). */
@@ -270,13 +317,9 @@ async function openRedis(
       () => lastError,
     );
     const backend = new RedisLock({ client, ...defined({ prefix }), ...ttl });
-    return {
-      backend,
-      description: `redis ${where} prefix ${shown(backend.prefix)}`,
-      close: async () => {
-        client.disconnect();
-      },
-    };
+    return opened(backend, { store: "redis", at: where, prefix: backend.prefix }, async () => {
+      client.disconnect();
+    });
   }
   const nodeRedis = await loadDriver("redis", "redis", () => import("redis"), true);
   if (nodeRedis === undefined) {
@@ -289,13 +332,9 @@ async function openRedis(
   client.on("error", () => {});
   await reach(`redis at ${where}`, () => client.connect());
   const backend = new RedisLock({ client, ...defined({ prefix }), ...ttl });
-  return {
-    backend,
-    description: `redis ${where} prefix ${shown(backend.prefix)}`,
-    close: async () => {
-      await client.close();
-    },
-  };
+  return opened(backend, { store: "redis", at: where, prefix: backend.prefix }, async () => {
+    await client.close();
+  });
 }
 
 async function openSql(
@@ -314,12 +353,8 @@ async function openSql(
     client.on("error", () => {});
     await reach("postgres", () => client.connect());
     const backend = new SqlLock({ client, dialect: "postgres", ...options });
-    const where = `${client.host}:${client.port}/${client.database ?? ""}`;
-    return {
-      backend,
-      description: `postgres ${where} table ${backend.table}`,
-      close: () => client.end(),
-    };
+    const at = `${client.host}:${client.port}/${client.database ?? ""}`;
+    return opened(backend, { store: "postgres", at, table: backend.table }, () => client.end());
   }
   if (spec.kind === "mysql") {
     const mysql = await loadDriver("mysql", "mysql2/promise", () => import("mysql2/promise"));
@@ -332,11 +367,11 @@ async function openSql(
     );
     const backend = new SqlLock({ client: connection, dialect: "mysql", ...options });
     const url = new URL(spec.url);
-    return {
+    return opened(
       backend,
-      description: `mysql ${url.host}${url.pathname} table ${backend.table}`,
-      close: () => connection.end(),
-    };
+      { store: "mysql", at: `${url.host}${url.pathname}`, table: backend.table },
+      () => connection.end(),
+    );
   }
   const { default: Database } = await loadDriver(
     "sqlite",
@@ -349,13 +384,9 @@ async function openSql(
     async () => new Database(spec.path, { fileMustExist: true }),
   );
   const backend = new SqlLock({ client: db, dialect: "sqlite", ...options });
-  return {
-    backend,
-    description: `sqlite ${spec.path} table ${backend.table}`,
-    close: async () => {
-      db.close();
-    },
-  };
+  return opened(backend, { store: "sqlite", at: spec.path, table: backend.table }, async () => {
+    db.close();
+  });
 }
 
 /** Connect, or fail with a message that names the store and why (the driver's own error). */

@@ -35,9 +35,9 @@ import { warmUpBackend } from "./warm-up.js";
  * ```ts
  * import { InMemoryLock } from "gcp-pubsub-idempotency";
  * import { describeBackendContract, type TestRunner } from "gcp-pubsub-idempotency/testing";
- * import { beforeAll, describe, it } from "vitest"; // or "@jest/globals"
+ * import { afterAll, beforeAll, describe, it } from "vitest"; // or "@jest/globals"
  *
- * const runner: TestRunner = { describe, it, beforeAll };
+ * const runner: TestRunner = { describe, it, beforeAll, afterAll };
  * describeBackendContract({ name: "memory", create: ({ ttlMs }) => new InMemoryLock({ ttlMs }) }, runner);
  * ```
  */
@@ -53,6 +53,12 @@ export interface TestRunner {
   it(name: string, body: (context?: unknown) => Promise<void>, timeoutMs: number): unknown;
   /** Run `body` once before the first case of the enclosing group, within `timeoutMs`. */
   beforeAll(body: () => Promise<void>, timeoutMs: number): unknown;
+  /**
+   * Optional: run `body` once after the last case of the enclosing group, within `timeoutMs`
+   * (vitest's and jest's `afterAll`, node:test's `after`). The suite calls the target's
+   * `cleanup` in it; a target with `cleanup` needs a runner with `afterAll`.
+   */
+  afterAll?(body: () => Promise<void>, timeoutMs: number): unknown;
   /**
    * Optional: mark the running case skipped, with `reason`, given the `context` that `it`
    * handed its body. It may throw to stop the case (vitest's `context.skip` does) or return
@@ -83,6 +89,8 @@ export interface NodeTestFunctions {
   ): unknown;
   /** `node:test`'s `before`, called as `before(fn, { timeout })`. */
   before(fn: () => Promise<void>, options: { timeout: number }): unknown;
+  /** `node:test`'s `after`, called as `after(fn, { timeout })`: runs the target's `cleanup`. */
+  after?(fn: () => Promise<void>, options: { timeout: number }): unknown;
 }
 
 /**
@@ -104,20 +112,28 @@ export interface NodeTestFunctions {
  * ```
  */
 export function nodeTestRunner(test: NodeTestFunctions): TestRunner {
+  const { after } = test;
   return {
     describe: (name, body) => test.describe(name, body),
     it: (name, body, timeoutMs) => test.it(name, { timeout: timeoutMs }, (t) => body(t)),
     beforeAll: (body, timeoutMs) => test.before(body, { timeout: timeoutMs }),
+    ...(after === undefined
+      ? {}
+      : { afterAll: (body, timeoutMs) => after.call(test, body, { timeout: timeoutMs }) }),
     skip: (t, reason) => (t as { skip(message?: string): void }).skip(reason),
   };
 }
 
 /** The runner's globals (jest's default, vitest with `globals: true`), if they are there. */
 function globalRunner(): TestRunner | undefined {
-  const { describe, it, beforeAll } = globalThis as Record<string, unknown>;
+  const { describe, it, beforeAll, afterAll } = globalThis as Record<string, unknown>;
   if (typeof describe !== "function" || typeof it !== "function") return undefined;
   if (typeof beforeAll !== "function") return undefined;
-  return { describe, it, beforeAll } as TestRunner;
+  return (
+    typeof afterAll === "function"
+      ? { describe, it, beforeAll, afterAll }
+      : { describe, it, beforeAll }
+  ) as TestRunner;
 }
 
 /**
@@ -141,9 +157,40 @@ export interface BackendContractTarget<Tx = unknown> {
   name: string;
   /**
    * A backend over an isolated store (its own prefix, table or namespace is best), with
-   * the given ttl. Called once per test.
+   * the given ttl. Called once per test (and once for the warm-up); give `cleanup` to remove
+   * what it made.
    */
   create(options: { ttlMs: number }): LockBackend | Promise<LockBackend>;
+  /**
+   * Remove what `create` made: its tables, collections, key prefixes or namespaces. Called
+   * once, after the last case (in the runner's `afterAll`), every backend closed by then. The
+   * suite cannot know what a `create` made, so without `cleanup` it all stays behind, a table
+   * per case on SQL. Needs a runner with `afterAll` (vitest's, jest's, node:test's `after`).
+   *
+   * @example
+   * ```ts
+   * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+   * import type { BackendContractTarget } from "gcp-pubsub-idempotency/testing";
+   * import pg from "pg";
+   *
+   * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+   * const tables: string[] = [];
+   * const target: BackendContractTarget = {
+   *   name: "SqlLock postgres",
+   *   create: async ({ ttlMs }) => {
+   *     const table = `contract_${Date.now().toString(36)}_${tables.length}`;
+   *     tables.push(table);
+   *     const backend = new SqlLock({ client: pool, table, ttlMs });
+   *     await backend.ensureSchema();
+   *     return backend;
+   *   },
+   *   cleanup: async () => {
+   *     for (const table of tables.splice(0)) await pool.query(`DROP TABLE IF EXISTS ${table}`);
+   *   },
+   * };
+   * ```
+   */
+  cleanup?(): void | Promise<void>;
   /**
    * Let `ms` of the backend's time pass. Default: a real sleep, for stores with their own
    * clock. InMemoryLock with a fake clock passes `clock.advance`.
@@ -240,7 +287,14 @@ export function describeBackendContract<Tx>(
         '"gcp-pubsub-idempotency/testing/vitest"',
     );
   }
-  const { describe, it, beforeAll } = runner;
+  const { describe, it, beforeAll, afterAll } = runner;
+  const { cleanup } = target;
+  if (cleanup !== undefined && afterAll === undefined) {
+    throw new TypeError(
+      "describeBackendContract: the target has cleanup(), and the runner has no afterAll to " +
+        "call it in: pass { describe, it, beforeAll, afterAll } (nodeTestRunner(test) for node:test)",
+    );
+  }
   const givenLeaseMs = target.leaseMs ?? 150;
   const givenTtlMs = target.ttlMs ?? givenLeaseMs * 4;
   const latencyFactor = target.latencyFactor ?? 10;
@@ -324,6 +378,11 @@ export function describeBackendContract<Tx>(
         await backend.close?.();
       }
     }, WARM_UP_TIMEOUT_MS);
+    if (cleanup !== undefined && afterAll !== undefined) {
+      afterAll(async () => {
+        await cleanup.call(target);
+      }, CLEANUP_TIMEOUT_MS);
+    }
 
     describe("claim", () => {
       withBackend("absent → won at a positive fence", async (b) => {
@@ -984,6 +1043,8 @@ const LEASE_END_TOLERANCE_MS = 1_000;
 const DEFAULT_CASE_TIMEOUT_MS = 30_000;
 /** A cold emulator's first writes take seconds on a busy machine. */
 const WARM_UP_TIMEOUT_MS = 120_000;
+/** The target's cleanup: dropping a hundred tables, or deleting a namespace's records. */
+const CLEANUP_TIMEOUT_MS = 120_000;
 
 function slackFor(leaseMs: number): number {
   return Math.max(20, Math.round(leaseMs / 3));

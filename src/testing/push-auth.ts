@@ -210,26 +210,36 @@ export interface TestIdentity {
 }
 
 /**
- * Make a {@link TestIdentity} (one 2048-bit RSA key pair, tens of milliseconds).
+ * Make a {@link TestIdentity} (one 2048-bit RSA key pair, tens of milliseconds): a stand-in
+ * for Google's token issuer, to test an endpoint with `auth` set offline. Give the endpoint
+ * `identity.auth` (the audience, the service account, and the identity's certificates in
+ * place of Google's), and send `identity.authorization()` as the push's `Authorization`
+ * header; `identity.forge(kind)` makes the headers it must refuse.
  *
  * @example
  * ```ts
- * import { createServer } from "node:http";
- * import { createPushVerifier } from "gcp-pubsub-idempotency";
+ * import { idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
  * import { createTestIdentity, simulatePushDeliveries } from "gcp-pubsub-idempotency/testing";
  *
- * const identity = createTestIdentity({ audience: "https://orders.example.com/push" });
- * const verify = createPushVerifier(identity.auth);
- * const server = createServer(async (req, res) => {
- *   const result = await verify(req.headers.authorization);
- *   res.statusCode = result.ok ? 204 : result.status;
- *   res.end();
+ * const identity = createTestIdentity({ audience: "https://orders.example.com/pubsub/push" });
+ * let runs = 0;
+ * // In production: auth: { audience, serviceAccountEmail }, verified with Google's certificates.
+ * const handler = idempotentHttp({ backend: new InMemoryLock(), auth: identity.auth }, async () => {
+ *   runs += 1;
  * });
- * const report = await simulatePushDeliveries({
- *   handler: (req, res) => void server.emit("request", req, res),
- *   messages: ["hi"],
+ * const signed = await simulatePushDeliveries({
+ *   handler,
+ *   messages: [{ orderId: "4711" }],
  *   authorization: () => identity.authorization(),
  * });
+ * console.log(runs, signed.unacked); // 1 []
+ * const forged = await simulatePushDeliveries({
+ *   handler,
+ *   messages: [{ orderId: "4712" }],
+ *   authorization: identity.forge("wrong-audience"),
+ *   maxRedeliveries: 0,
+ * });
+ * console.log(runs, forged.statusCounts); // 1 { '401': 3 }
  * ```
  */
 export function createTestIdentity(options: TestIdentityOptions = {}): TestIdentity {

@@ -48,6 +48,13 @@ export interface SimulateOptions {
   url?: string;
   /** Served on 127.0.0.1 for the run when no `url` is given; a rejection answers 500. */
   handler?: RequestListener;
+  /**
+   * With `handler`: the path the deliveries are posted to, for a handler that routes (an
+   * express app with `app.post("/pubsub/push", …)`); default `"/"`. Must begin with `/`. With
+   * `url`, put the path in the url. A handler that answers every delivery 404 serves another
+   * route: the run then throws an InvalidConfiguration naming the path.
+   */
+  path?: string;
   /** Payloads (each becomes a message with a fresh id) or push bodies from {@link pushBody}. */
   messages?: readonly (Payload | PushBody)[];
   /** How `messages` are sent; default `wrapped`, the push body. */
@@ -73,9 +80,10 @@ export interface SimulateOptions {
   /**
    * The `Authorization` header of each delivery, as an authenticated push subscription sends
    * it; a function is called per delivery (e.g. `() => identity.authorization()` with a
-   * {@link createTestIdentity} identity). Default: none.
+   * {@link createTestIdentity} identity, or `identity.forge(kind)`, undefined for `missing`).
+   * Default: none.
    */
-  authorization?: string | (() => string | undefined);
+  authorization?: string | (() => string | undefined) | undefined;
 }
 
 /**
@@ -149,6 +157,24 @@ function isPushBody(value: unknown): value is PushBody {
   );
 }
 
+/** The path of a handler run: `options.path` checked, "/" by default. */
+function routePath(options: SimulateOptions): string {
+  const { path } = options;
+  if (path === undefined) return "/";
+  if (options.url !== undefined) {
+    throw new InvalidConfiguration(
+      `simulatePushDeliveries takes path with handler only: put the path in url instead (got url ${JSON.stringify(options.url)} and path ${JSON.stringify(path)})`,
+    );
+  }
+  // One absolute path on the local server: no scheme or host, no "//", no whitespace.
+  if (typeof path !== "string" || !/^\/(?!\/)[\x21-\x7e]*$/.test(path)) {
+    throw new InvalidConfiguration(
+      `simulatePushDeliveries path must be a path beginning with "/" (e.g. "/pubsub/push"), got ${JSON.stringify(path)}`,
+    );
+  }
+  return path;
+}
+
 async function post(
   url: string,
   request: PushHttpRequest,
@@ -200,6 +226,7 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
   const { authorization } = options;
   const authorizationOf = typeof authorization === "function" ? authorization : () => authorization;
 
+  const path = routePath(options);
   let url = options.url;
   let server: ReturnType<typeof createServer> | undefined;
   if (url === undefined) {
@@ -213,7 +240,7 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
     });
     await new Promise<void>((done) => server?.listen(0, "127.0.0.1", done));
     const { port } = server.address() as AddressInfo;
-    url = `http://127.0.0.1:${port}/`;
+    url = `http://127.0.0.1:${port}${path}`;
   }
   const target = url;
 
@@ -289,6 +316,12 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
       ...(options.messages ?? []).map((input) => runMessage(deliveriesOf(input))),
       ...(options.requests ?? []).map((request) => runMessage(asIs(request))),
     ]);
+    if (server && deliveries > 0 && statusCounts[404] === deliveries) {
+      // idempotentHttp never answers 404: a handler that answers it to every delivery routes.
+      throw new InvalidConfiguration(
+        `simulatePushDeliveries posted to ${JSON.stringify(path)} (${target}) and the handler answered 404 to every delivery (${deliveries}): it serves another route. Pass the path it serves, e.g. path: "/pubsub/push"`,
+      );
+    }
     return {
       statusCounts,
       deliveries,

@@ -5,7 +5,7 @@
  *
  * @module gcp-pubsub-idempotency/testing/vitest
  */
-import { beforeAll, describe, it, type TestContext } from "vitest";
+import { afterAll, beforeAll, describe, it, type TestContext } from "vitest";
 import {
   type BackendContractTarget,
   describeBackendContract as describeWithRunner,
@@ -15,7 +15,7 @@ import {
 export * from "./index.js";
 
 /**
- * vitest's `describe`, `it` and `beforeAll`, as a {@link TestRunner}; a case that does not
+ * vitest's `describe`, `it`, `beforeAll` and `afterAll`, as a {@link TestRunner}; a case that does not
  * apply to the backend (an optional method it lacks) is skipped with the test context's
  * `skip`, its reason as the note.
  *
@@ -35,6 +35,7 @@ export const vitestRunner: TestRunner = {
   describe,
   it,
   beforeAll,
+  afterAll,
   skip: (context, reason) => (context as TestContext).skip(reason),
 };
 

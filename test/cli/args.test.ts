@@ -5,6 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   type CommandSpec,
+  formatDuration,
   parseArgs,
   parseDuration,
   UsageError,
@@ -107,38 +108,105 @@ describe("parseArgs", () => {
 
 describe("parseDuration", () => {
   it.each([
-    ["500ms", 500],
-    ["90s", 90_000],
+    ["250ms", 250],
+    ["300s", 300_000],
+    ["5m", 300_000],
     ["15m", 900_000],
+    ["1h", 3_600_000],
     ["1h30m", 5_400_000],
     ["2d", 172_800_000],
     ["1m1ms", 60_001],
+    ["300000", 300_000],
+    ["1", 1],
+    [String(MAX_TTL_MS), MAX_TTL_MS],
   ])("%s is %i ms", (text, ms) => {
     expect(parseDuration("--lease", text)).toBe(ms);
   });
 
-  it.each(["15", "m", "0s", "1.5h", "-1m", "1 h", "1y", "11y", `${"1".repeat(41)}s`, "4000d"])(
-    "refuses %j, naming the option",
-    (text) => {
-      expect(usageMessage(() => parseDuration("--lease", text))).toMatch(/^--lease must be /);
-    },
-  );
+  it.each([
+    "m",
+    "0s",
+    "0",
+    "000",
+    "1.5h",
+    "-1m",
+    "+5m",
+    "1 h",
+    " 5m",
+    "5m ",
+    "5M",
+    "1y",
+    "11y",
+    "5min",
+    "1e3",
+    "0x10",
+    "",
+    `${"1".repeat(41)}s`,
+    "4000d",
+    String(MAX_TTL_MS + 1),
+  ])("refuses %j, naming the option and the forms it takes", (text) => {
+    expect(usageMessage(() => parseDuration("--lease", text))).toMatch(
+      /^--lease must be (a duration such as 300s, 5m, 1h, 1h30m, 250ms or a plain number of milliseconds \(300000\)|above 0 and at most 10 years \(315360000000 ms\)), got ".*"$/,
+    );
+  });
+
+  it("junk: one line naming the option and quoting what it got", () => {
+    expect(usageMessage(() => parseDuration("--lease", "soon"))).toBe(
+      '--lease must be a duration such as 300s, 5m, 1h, 1h30m, 250ms or a plain number of milliseconds (300000), got "soon"',
+    );
+  });
 
   it("any text: whole ms in [1, 10 years], or a UsageError", () => {
     fc.assert(
       fc.property(
-        fc.oneof(fc.string(), fc.stringMatching(/^(\d{1,4}(ms|s|m|h|d)){1,4}$/)),
+        fc.oneof(
+          fc.string(),
+          fc.stringMatching(/^(\d{1,4}(ms|s|m|h|d)){1,4}$/),
+          fc.stringMatching(/^\d{1,13}$/),
+        ),
         (text) => {
           try {
             const ms = parseDuration("--ttl", text);
             expect(Number.isSafeInteger(ms) && ms >= 1 && ms <= MAX_TTL_MS).toBe(true);
           } catch (error) {
             expect(error).toBeInstanceOf(UsageError);
+            expect((error as Error).message).toMatch(/^--ttl must be .+, got "/);
           }
         },
       ),
       { numRuns: 2_000 },
     );
+  });
+
+  it("text with anything but digits and units around it is refused, whatever the duration inside", () => {
+    const junk = fc.constantFrom(" ", "\t", "-", "+", ".", ",", "x", "µs", "\n", "_");
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: MAX_TTL_MS }),
+        junk,
+        fc.boolean(),
+        (ms, bad, before) => {
+          const text = before ? `${bad}${formatDuration(ms)}` : `${formatDuration(ms)}${bad}`;
+          expect(() => parseDuration("--lease", text)).toThrow(UsageError);
+        },
+      ),
+    );
+  });
+
+  it("round trips: formatDuration's text and the plain number each read back to the same ms", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: MAX_TTL_MS }), (ms) => {
+        expect(parseDuration("--lease", formatDuration(ms))).toBe(ms);
+        expect(parseDuration("--lease", String(ms))).toBe(ms);
+      }),
+      { numRuns: 2_000 },
+    );
+    expect([900_000, 5_400_000, 300_250, 250].map(formatDuration)).toEqual([
+      "15m",
+      "1h30m",
+      "5m250ms",
+      "250ms",
+    ]);
   });
 
   it("sums the parts it is given", () => {
@@ -271,7 +339,7 @@ describe("runCli: every refusal before any I/O", () => {
       /stdin is no terminal: pass --yes/,
     ],
     ["release with two keys", ["release", "--yes", "a", "b"], /at most 1 KEY, got 2/],
-    ["a bad --ttl", ["release", "--yes", "--ttl", "1", "k"], /--ttl must be a duration/],
+    ["a bad --ttl", ["release", "--yes", "--ttl", "1.5h", "k"], /--ttl must be a duration/],
     [
       "purge with an argument",
       ["purge", "--backend", "redis://h", "all"],
@@ -279,9 +347,24 @@ describe("runCli: every refusal before any I/O", () => {
     ],
     ["doctor without --subscription", ["doctor"], /doctor needs --subscription/],
     [
-      "doctor with a bad name",
+      "doctor with a short name and no --project",
       ["doctor", "--subscription", "orders"],
-      /must be projects\/P\/subscriptions\/S, got "orders"/,
+      /^gcp-pubsub-idempotency: --subscription "orders" is a short name and no project is given: pass --project P \(doctor then reads projects\/P\/subscriptions\/orders\), or the full name --subscription projects\/P\/subscriptions\/orders\n$/,
+    ],
+    [
+      "doctor with a bad name",
+      ["doctor", "--project", "p", "--subscription", "a/b"],
+      /--subscription must be projects\/P\/subscriptions\/S or a subscription id S .+, got "a\/b"/,
+    ],
+    [
+      "doctor with a bad --project",
+      ["doctor", "--project", "My Project", "--subscription", "orders"],
+      /--project must be a project id .+, got "My Project"/,
+    ],
+    [
+      "doctor with a full name in another project than --project",
+      ["doctor", "--project", "q", "--subscription", "projects/p/subscriptions/orders"],
+      /is in project "p", but --project says "q": drop one/,
     ],
     [
       "doctor with a bad --lease",

@@ -17,6 +17,11 @@ export interface CliTarget {
   selfExpiring?: boolean;
   /** How long a record made with a short ttl takes to expire here; default 400 ms. */
   expiryWaitMs?: number;
+  /**
+   * The first line of the text output, naming what was read: `read redis 127.0.0.1:6379,
+   * prefix idem:`; and the `read` field of --json, in part.
+   */
+  read(): { line: string; json: Record<string, string> };
 }
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
@@ -43,7 +48,11 @@ export function describeCli(target: CliTarget): void {
 
       const json = await run("inspect", "--json", ...target.args(), done, held, absent);
       expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: "" });
-      const { records } = JSON.parse(json.stdout) as { records: Array<Record<string, unknown>> };
+      const { records, read } = JSON.parse(json.stdout) as {
+        records: Array<Record<string, unknown>>;
+        read: unknown;
+      };
+      expect(read).toMatchObject(target.read().json);
       expect(records).toEqual([
         expect.objectContaining({
           key: done,
@@ -66,10 +75,15 @@ export function describeCli(target: CliTarget): void {
 
       const text = await run("inspect", ...target.args(), held);
       expect(text.code).toBe(0);
+      expect(text.stdout.split("\n").slice(0, 2)).toEqual([target.read().line, ""]);
       expect(text.stdout).toMatch(/^key {9}cli:/m);
       expect(text.stdout).toMatch(/^status {6}held \(a live claim/m);
       expect(text.stdout).toMatch(new RegExp(`^fencing id {2}${claim.fencingId}$`, "m"));
       expect(text.stdout).toMatch(/^lease end {3}\d{4}-\d\d-\d\dT.+Z \(in \d+s\)$/m);
+      const none = await run("inspect", ...target.args(), absent);
+      expect(none.stdout).toBe(
+        `${target.read().line}\n\nkey     ${absent}\nstatus  absent (no record here; a wrong --prefix, --table or --kind reads as absent too. The next claim takes the key at a new fence, above any it had)\n`,
+      );
       await backend.close?.();
     });
 
@@ -79,6 +93,7 @@ export function describeCli(target: CliTarget): void {
       const stuck = won(await backend.claim(key, 60_000));
       const released = await run("release", "--yes", ...target.args(), key);
       expect({ code: released.code, stderr: released.stderr }).toEqual({ code: 0, stderr: "" });
+      expect(released.stdout.split("\n")[0]).toBe(target.read().line);
       expect(released.stdout).toContain(
         `released ${key}: fence ${stuck.fencingId} → ${stuck.fencingId + 1}; ` +
           `the next claim takes it at fence ${stuck.fencingId + 2}`,
@@ -98,6 +113,7 @@ export function describeCli(target: CliTarget): void {
       const result = await run("release", "--yes", "--json", ...target.args(), key);
       expect(result.code).toBe(1);
       expect(JSON.parse(result.stdout)).toMatchObject({
+        read: target.read().json,
         key,
         released: false,
         before: { status: "done", fencingId: claim.fencingId },
@@ -133,7 +149,8 @@ export function describeCli(target: CliTarget): void {
       await sleep(target.expiryWaitMs ?? 400);
       const purged = await run("purge", "--json", ...target.args());
       expect({ code: purged.code, stderr: purged.stderr }).toEqual({ code: 0, stderr: "" });
-      const answer = JSON.parse(purged.stdout) as { deleted: number; note?: string };
+      const answer = JSON.parse(purged.stdout) as { deleted: number; note?: string; read: unknown };
+      expect(answer.read).toMatchObject(target.read().json);
       if (target.selfExpiring) {
         expect(answer).toMatchObject({ deleted: 0, note: expect.stringMatching(/PEXPIREAT/) });
       } else {
@@ -141,8 +158,10 @@ export function describeCli(target: CliTarget): void {
       }
       const text = await run("purge", ...target.args());
       expect(text.code).toBe(0);
-      expect(text.stdout).toMatch(
-        target.selfExpiring ? /nothing to purge/ : /^deleted 0 expired records in \S+/,
+      const [first, second] = text.stdout.split("\n");
+      expect(first).toBe(target.read().line);
+      expect(second).toMatch(
+        target.selfExpiring ? /nothing to purge/ : /^deleted 0 expired records in \S+$/,
       );
     });
   });

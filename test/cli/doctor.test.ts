@@ -1,6 +1,7 @@
 // doctor against subscriptions on the Pub/Sub emulator (the bin reads them through the admin
 // API's REST form, as it does in production), and its rules as arithmetic.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { subscriptionName } from "../../src/cli/doctor.js";
 import {
   checkRules,
   contentionAttempts,
@@ -53,11 +54,12 @@ describe("the rules as arithmetic", () => {
       lease: "pass",
       "lease+ttl": "pass",
       "dead-letter": "pass",
+      "retry-policy": "pass",
       "push-auth": "pass",
     });
   });
 
-  it.each<[string, Partial<SubscriptionFacts>, Partial<Sizing>, string]>([
+  it.each<[string, Partial<SubscriptionFacts>, Partial<Sizing>, string | string[]]>([
     ["a lease shorter than the longest run", {}, { maxRunMs: 1_200_000 }, "lease"],
     [
       "a lease no longer than the ack deadline",
@@ -72,11 +74,55 @@ describe("the rules as arithmetic", () => {
       {},
       "dead-letter",
     ],
-    ["a dead-letter policy without a retry policy", { retryPolicy: undefined }, {}, "dead-letter"],
+    [
+      "a dead-letter policy without a retry policy",
+      { retryPolicy: undefined },
+      {},
+      ["dead-letter", "retry-policy"],
+    ],
+    [
+      "no retry policy (and no dead-letter policy)",
+      { retryPolicy: undefined, deadLetter: undefined },
+      {},
+      "retry-policy",
+    ],
     ["an unauthenticated push", { pushAuth: undefined }, {}, "push-auth"],
   ])("%s breaks exactly that rule", (_, f, s, broken) => {
     const result = verdicts({ ...facts, ...f }, { ...sizing, ...s });
-    expect(Object.entries(result).filter(([, v]) => v === "fail")).toEqual([[broken, "fail"]]);
+    expect(Object.entries(result).filter(([, v]) => v === "fail")).toEqual(
+      [broken].flat().map((rule) => [rule, "fail"]),
+    );
+  });
+
+  it("no retry policy: a pull worker spins; the fix is the gcloud line that sets the backoff", () => {
+    const pull = { ...facts, retryPolicy: undefined, pushEndpoint: undefined, pushAuth: undefined };
+    expect(checkRules(pull, sizing).find((r) => r.rule === "retry-policy")).toEqual({
+      rule: "retry-policy",
+      title: "a nack waits out a backoff (retry policy)",
+      verdict: "fail",
+      arithmetic:
+        "no retry policy: a nack is redelivered at once, so a pull worker spins on contention: each copy that meets a held key is nacked and comes straight back until the holder's lease ends",
+      fix: "gcloud pubsub subscriptions update orders --min-retry-delay=10s --max-retry-delay=600s",
+    });
+    const push = checkRules({ ...facts, retryPolicy: undefined }, sizing);
+    expect(push.find((r) => r.rule === "retry-policy")?.arithmetic).toMatch(
+      /a push that meets a held key is answered 503 and pushed again at once/,
+    );
+  });
+
+  it("a short subscription name takes its project from --project, and only from there", () => {
+    expect(subscriptionName("orders", "my-project")).toBe(
+      "projects/my-project/subscriptions/orders",
+    );
+    expect(subscriptionName("projects/p/subscriptions/orders", undefined)).toBe(
+      "projects/p/subscriptions/orders",
+    );
+    expect(subscriptionName("projects/p/subscriptions/orders", "p")).toBe(
+      "projects/p/subscriptions/orders",
+    );
+    expect(() => subscriptionName("orders", undefined)).toThrow(
+      /pass --project P .+, or the full name --subscription projects\/P\/subscriptions\/orders/,
+    );
   });
 
   it("heartbeat holds rule 2 too: every renew moves the expiry, however short the ttl", () => {
@@ -104,6 +150,7 @@ describe("the rules as arithmetic", () => {
       lease: "pass",
       "lease+ttl": "pass",
       "dead-letter": "n/a",
+      "retry-policy": "pass",
       "push-auth": "n/a",
     });
   });
@@ -194,6 +241,7 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
       pushConfig: { pushEndpoint: push.pushEndpoint },
     });
     await create("pull-no-retry", { deadLetterPolicy: deadLetter(20) });
+    await create("pull-bare", {});
   });
   afterAll(() => cli?.remove());
 
@@ -257,6 +305,7 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
       ["lease", "pass"],
       ["lease+ttl", "pass"],
       ["dead-letter", "fail"],
+      ["retry-policy", "pass"],
       ["push-auth", "pass"],
     ]);
   });
@@ -274,6 +323,35 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
       /^✗ rule 3: .+\n {4}no retry policy: a nacked copy is redelivered at once/m,
     );
     expect(pull.stdout).toMatch(/^– push auth: .+\n {4}a pull subscription/m);
+  });
+
+  it("a pull subscription without a retry policy: exit 1 naming the spin and the gcloud line", async () => {
+    const result = await doctor("--subscription", subscription("pull-bare"));
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain("retry policy        none (a nack is redelivered at once)");
+    expect(result.stdout).toContain(
+      "✗ retry policy: a nack waits out a backoff (retry policy)\n" +
+        "    no retry policy: a nack is redelivered at once, so a pull worker spins on contention: each copy that meets a held key is nacked and comes straight back until the holder's lease ends\n" +
+        `    fix: gcloud pubsub subscriptions update ${run}-pull-bare --min-retry-delay=10s --max-retry-delay=600s\n`,
+    );
+    expect(result.stdout).toMatch(/1 rule broken\n$/);
+  });
+
+  it("--project with a short name, and a lease in plain milliseconds", async () => {
+    const result = await doctor(
+      "--project",
+      PROJECT,
+      "--subscription",
+      `${run}-healthy`,
+      "--lease",
+      "300000",
+      "--ttl",
+      "1h",
+    );
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(result.stdout).toContain(`subscription        ${subscription("healthy")}\n`);
+    expect(result.stdout).toContain("service             lease 5m, ttl 1h, heartbeat off\n");
+    expect(result.stdout).toMatch(/^ {4}lease 300 s > longest run 60 s/m);
   });
 
   it("a subscription that does not exist: exit 3, naming it", async () => {

@@ -25,6 +25,10 @@ describe.skipIf(!datastoreEmulator)("datastore", () => {
     name: "datastore (emulator)",
     args: () => ["--backend", `datastore:${namespace}`],
     backend: (ttlMs) => new DatastoreLock({ datastore, namespace, ...(ttlMs ? { ttlMs } : {}) }),
+    read: () => ({
+      line: `read datastore, kind IdempotencyRecord, namespace ${namespace}`,
+      json: { store: "datastore", kind: "IdempotencyRecord", namespace },
+    }),
   });
 });
 
@@ -36,5 +40,9 @@ describe.skipIf(!firestoreEmulator)("firestore", () => {
     name: "firestore (emulator)",
     args: () => ["--backend", `firestore:${collection}`],
     backend: (ttlMs) => new FirestoreLock({ firestore, collection, ...(ttlMs ? { ttlMs } : {}) }),
+    read: () => ({
+      line: `read firestore, collection ${collection}`,
+      json: { store: "firestore", collection },
+    }),
   });
 });

@@ -23,5 +23,12 @@ describe.skipIf(!store)("spanner", () => {
     ],
     backend: (ttlMs) =>
       new SpannerLock({ database: database!, table: TABLE, ...(ttlMs ? { ttlMs } : {}) }),
+    read: () => {
+      const at = `projects/${PROJECT}/instances/${INSTANCE}/databases/${store?.databaseId}`;
+      return {
+        line: `read spanner ${at}, table ${TABLE}`,
+        json: { store: "spanner", at, table: TABLE },
+      };
+    },
   });
 });

@@ -28,6 +28,13 @@ describe.skipIf(!redisServer)("redis", () => {
     args: () => ["--backend", redisServer?.url ?? "", "--prefix", prefix],
     backend: (ttlMs) => new RedisLock({ client, prefix, ...(ttlMs ? { ttlMs } : {}) }),
     selfExpiring: true,
+    read: () => {
+      const at = new URL(redisServer?.url ?? "redis://127.0.0.1:6379").host;
+      return {
+        line: `read redis ${at}, prefix ${prefix}`,
+        json: { store: "redis", at, prefix },
+      };
+    },
   });
 });
 
@@ -36,12 +43,23 @@ function sqlTarget(
   name: string,
   url: string,
   client: ConstructorParameters<typeof SqlLock>[0]["client"],
+  store: "postgres" | "mysql" | "sqlite",
 ) {
   const table = freshTable();
   let ready: Promise<void> | undefined;
+  // Where the bin says it read: host:port/database, or the SQLite file.
+  const at = () => {
+    if (store === "sqlite") return url.slice("sqlite:".length);
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`;
+  };
   return {
     name,
     args: () => ["--backend", url, "--table", table],
+    read: () => ({
+      line: `read ${store} ${at()}, table ${table}`,
+      json: { store, at: at(), table },
+    }),
     backend: async (ttlMs?: number) => {
       const backend = new SqlLock({ client, table, ...(ttlMs ? { ttlMs } : {}) });
       ready ??= backend.ensureSchema();
@@ -52,19 +70,19 @@ function sqlTarget(
   };
 }
 
-if (postgres && pgPool) describeCli(sqlTarget("postgres", postgres.url, pgPool));
+if (postgres && pgPool) describeCli(sqlTarget("postgres", postgres.url, pgPool, "postgres"));
 if (mariadb && myPool) {
   const base = new URL(process.env.MYSQL_URL ?? "mysql://root@127.0.0.1:3306/");
   base.pathname = `/${mariadb.database}`;
-  describeCli(sqlTarget("mariadb", base.toString(), myPool));
+  describeCli(sqlTarget("mariadb", base.toString(), myPool, "mysql"));
 }
 const file = `${freshTable()}.db`;
-describeCli(sqlTarget("sqlite", `sqlite:${sqlite.dir}/${file}`, sqlite.open(file)));
+describeCli(sqlTarget("sqlite", `sqlite:${sqlite.dir}/${file}`, sqlite.open(file), "sqlite"));
 
 describe("release asks first on a terminal (in process, answers typed in)", () => {
   const file = `${freshTable()}.db`;
   const url = `sqlite:${sqlite.dir}/${file}`;
-  const target = sqlTarget("sqlite", url, sqlite.open(file));
+  const target = sqlTarget("sqlite", url, sqlite.open(file), "sqlite");
 
   for (const [answer, code, message] of [
     ["n", 1, "not released: not confirmed"],

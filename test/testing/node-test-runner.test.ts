@@ -4,7 +4,9 @@
  * against one that lacks the optional methods, whose cases node:test must report skipped.
  */
 import { execFile } from "node:child_process";
-import { dirname, resolve } from "node:path";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
@@ -50,12 +52,21 @@ function runUnderNodeTest(env: Record<string, string> = {}): Promise<Summary> {
 }
 
 describe("the contract suite under node:test", () => {
-  it("passes against InMemoryLock: fake clock and real clock, every case", async () => {
-    const run = await runUnderNodeTest();
-    expect({ code: run.code, fail: run.fail }, run.output).toEqual({ code: 0, fail: 0 });
-    expect(run.tests).toBe(2 * CASES_PER_TARGET);
-    expect(run.pass).toBe(run.tests);
-    expect(run.skipped).toBe(0);
+  it("passes against InMemoryLock: fake clock and real clock, every case; cleanup runs in after", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "contract-cleanup-"));
+    try {
+      const file = join(dir, "cleanup.txt");
+      const run = await runUnderNodeTest({ CONTRACT_CLEANUP_FILE: file });
+      expect({ code: run.code, fail: run.fail }, run.output).toEqual({ code: 0, fail: 0 });
+      expect(run.tests).toBe(2 * CASES_PER_TARGET);
+      expect(run.pass).toBe(run.tests);
+      expect(run.skipped).toBe(0);
+      // Every case's create and the warm-up's came before it.
+      const creates = Number(/^cleanup after (\d+) creates$/.exec(readFileSync(file, "utf8"))?.[1]);
+      expect(creates).toBeGreaterThan(CASES_PER_TARGET);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it("fails against a backend whose stale completes commit", async () => {

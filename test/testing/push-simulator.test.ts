@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InvalidConfiguration } from "../../src/core/errors.js";
@@ -69,6 +69,81 @@ describe("simulatePushDeliveries", () => {
         simulatePushDeliveries({ handler, messages: ["x"], [option]: value }),
       ).rejects.toThrow(new RegExp(`${option} must be an integer`));
     }
+  });
+});
+
+describe("simulatePushDeliveries with a handler that routes (path)", () => {
+  /** An app that serves the push endpoint on /pubsub/push only, as an express app would. */
+  const routed = () => {
+    let runs = 0;
+    const push = idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, () => {
+      runs += 1;
+    });
+    const app = (req: IncomingMessage, res: ServerResponse) => {
+      if (req.method === "POST" && req.url === "/pubsub/push") return push(req, res);
+      res.statusCode = 404;
+      res.end("Cannot POST");
+    };
+    return { app, runs: () => runs };
+  };
+
+  it("posts to the path given: each message runs once and is acked", async () => {
+    const { app, runs } = routed();
+    const report = await simulatePushDeliveries({
+      handler: app,
+      path: "/pubsub/push",
+      messages: ["a", "b"],
+      backoffMs: 1,
+    });
+    expect(report.unacked).toEqual([]);
+    expect(report.statusCounts[404]).toBeUndefined();
+    expect(runs()).toBe(2);
+  });
+
+  it("a route the handler does not serve: throws naming the path it posted to and the 404", async () => {
+    const { app, runs } = routed();
+    const run = simulatePushDeliveries({
+      handler: app,
+      messages: ["a"],
+      copies: 1,
+      maxRedeliveries: 1,
+      backoffMs: 1,
+    });
+    await expect(run).rejects.toThrow(InvalidConfiguration);
+    await expect(run).rejects.toThrow(
+      /^simulatePushDeliveries posted to "\/" \(http:\/\/127\.0\.0\.1:\d+\/\) and the handler answered 404 to every delivery \(2\): it serves another route\. Pass the path it serves, e\.g\. path: "\/pubsub\/push"$/,
+    );
+    expect(runs()).toBe(0);
+  });
+
+  it("a handler that answers 404 to some deliveries only: reported, not taken for a wrong route", async () => {
+    const push = idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, () => {});
+    let deliveries = 0;
+    const report = await simulatePushDeliveries({
+      handler: (req, res) => {
+        deliveries += 1;
+        if (deliveries > 1) return push(req, res);
+        res.statusCode = 404;
+        res.end();
+      },
+      messages: ["a"],
+      copies: 1,
+      backoffMs: 1,
+    });
+    expect(report.messages[0]?.statuses).toEqual([404, 204]);
+    expect(report.unacked).toEqual([]);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ["a path without its leading /", { path: "pubsub/push" }],
+    ["a path that names another host", { path: "//example.com/push" }],
+    ["a path with a space", { path: "/pubsub push" }],
+    ["a path beside a url", { path: "/pubsub/push", url: "http://127.0.0.1:9/" }],
+  ])("refuses %s before any delivery", async (_, options) => {
+    const handler = idempotentHttp({ backend: new InMemoryLock() }, () => {});
+    await expect(simulatePushDeliveries({ handler, messages: ["x"], ...options })).rejects.toThrow(
+      /^simulatePushDeliveries (path must be a path beginning with "\/"|takes path with handler only)/,
+    );
   });
 });
 

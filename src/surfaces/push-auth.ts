@@ -279,8 +279,12 @@ export function createPushVerifier(
   options: PushAuthOptions,
   context: PushVerifierContext = {},
 ): PushVerifier {
-  return verifierFor(resolvePushAuthOptions(options), context);
+  const resolved = resolvePushAuthOptions(options);
+  const read = readOptions("createPushVerifier() context", context, true, CONTEXT_OPTION_NAMES);
+  return verifierFor(resolved, read as PushVerifierContext);
 }
+
+const CONTEXT_OPTION_NAMES = ["logger", "now", "certificatesUrl"] as const;
 
 /** {@link createPushVerifier} for options already checked (by a surface, under its own name). */
 export function verifierFor(

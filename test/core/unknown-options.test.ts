@@ -62,6 +62,10 @@ const owners: Record<
     names: ["audience", "serviceAccountEmail", "certificates"],
     build: (x) => createPushVerifier({ audience: "https://x.test", ...x }),
   },
+  "createPushVerifier context": {
+    names: ["logger", "now", "certificatesUrl"],
+    build: (x) => createPushVerifier({ audience: "https://x.test" }, x as never),
+  },
   "lock options.telemetry": {
     names: ["tracerProvider", "meterProvider", "recordKey", "projectId"],
     build: (x) => lock("k", { backend, telemetry: x as never }, body),
@@ -215,6 +219,11 @@ describe("the refusal says what was meant", () => {
       "idempotentHttp options.auth",
       { audiance: "x" },
       "`audiance` is not an option of idempotentHttp options.auth; did you mean `audience`?",
+    ],
+    [
+      "createPushVerifier context",
+      { clock: () => 0 },
+      "`clock` is not an option of createPushVerifier context; known options: logger, now, certificatesUrl",
     ],
     ["heartbeat", { every: 1 }, "`every` is not an option of heartbeat; did you mean `everyMs`?"],
     [

@@ -3,7 +3,10 @@ import { isArraySafe } from "./describe.js";
 import { InvalidConfiguration } from "./errors.js";
 import { deliveryFields, errorText, type MessageRef } from "./logger.js";
 import type { Claim, LockBackend, Logger } from "./types.js";
-import { assertPositiveMs, describe, readOptions, readProperty } from "./validate.js";
+import { assertPositiveMs, describe, knownOptions, readOptions, readProperty } from "./validate.js";
+
+const HEARTBEAT_OPTION_NAMES = ["everyMs", "maxHoldMs"] as const;
+const HEARTBEAT_OPTIONS = knownOptions(HEARTBEAT_OPTION_NAMES);
 
 export interface HeartbeatPlan {
   everyMs: number;
@@ -32,10 +35,13 @@ export function planHeartbeat(
   if (typeof readProperty("options.backend.renew", backend, "renew") !== "function") {
     throw new InvalidConfiguration("heartbeat needs a backend with renew(); this backend has none");
   }
-  const options = readOptions("heartbeat", heartbeat === true ? {} : heartbeat, false, [
-    "everyMs",
-    "maxHoldMs",
-  ]);
+  const options = readOptions(
+    "heartbeat",
+    heartbeat === true ? {} : heartbeat,
+    false,
+    HEARTBEAT_OPTION_NAMES,
+    HEARTBEAT_OPTIONS,
+  );
   const everyMs =
     options.everyMs === undefined ? Math.max(1, Math.floor(leaseMs / 3)) : options.everyMs;
   const maxHoldMs = options.maxHoldMs === undefined ? DEFAULT_MAX_HOLD_MS : options.maxHoldMs;

@@ -5,7 +5,14 @@ import { guardLogger, jsonLogger, type MessageRef } from "./logger.js";
 import { resolveTelemetry, type TelemetrySettings } from "./telemetry.js";
 import type { TransactionalLockBackend } from "./transaction.js";
 import type { LockBackend, Logger } from "./types.js";
-import { assertNonNegativeMs, assertPositiveMs, describe, readOptions } from "./validate.js";
+import {
+  assertNonNegativeMs,
+  assertPositiveMs,
+  describe,
+  type KnownOptions,
+  knownOptions,
+  readOptions,
+} from "./validate.js";
 
 /** {@link LockOptions} after one validation pass: every field checked, defaults applied. */
 export interface ResolvedLockOptions {
@@ -21,7 +28,8 @@ export interface ResolvedLockOptions {
   readonly message?: MessageRef;
 }
 
-const LOCK_OPTION_NAMES = [
+/** The options of every verb and surface ({@link LockOptions}). */
+export const LOCK_OPTION_NAMES = [
   "backend",
   "leaseMs",
   "waitMs",
@@ -30,13 +38,20 @@ const LOCK_OPTION_NAMES = [
   "telemetry",
 ] as const;
 
+const LOCK_OPTIONS = knownOptions(LOCK_OPTION_NAMES, "lock");
+
 /**
  * Check every option of a verb or surface once, where it enters: `where` names the caller
  * in each refusal (`lock()`, `idempotentHttp()`). Anything odd about the object itself (a
- * Proxy whose getters throw) is a configuration error too, never a stray TypeError.
+ * Proxy whose getters throw) is a configuration error too, never a stray TypeError. An
+ * option name outside `known` (a surface passes its own full set) is refused.
  */
-export function resolveLockOptions(where: string, options: unknown): ResolvedLockOptions {
-  const o = readOptions(where, options, false, LOCK_OPTION_NAMES);
+export function resolveLockOptions(
+  where: string,
+  options: unknown,
+  known: KnownOptions = LOCK_OPTIONS,
+): ResolvedLockOptions {
+  const o = readOptions(where, options, false, LOCK_OPTION_NAMES, known);
   const backend = backendOption(where, o.backend);
   const leaseMs = o.leaseMs === undefined ? DEFAULT_LEASE_MS : o.leaseMs;
   assertPositiveMs("leaseMs", leaseMs);

@@ -24,7 +24,7 @@ import type {
   TelemetryMeterProvider,
   TelemetryTracerProvider,
 } from "./types.js";
-import { booleanOption, describe, readOptions, readProperty } from "./validate.js";
+import { booleanOption, describe, knownOptions, readOptions, readProperty } from "./validate.js";
 
 type OtelApi = typeof import("@opentelemetry/api");
 
@@ -62,6 +62,7 @@ const TELEMETRY_OPTION_NAMES = [
   "recordKey",
   "projectId",
 ] as const;
+const TELEMETRY_OPTIONS = knownOptions(TELEMETRY_OPTION_NAMES);
 const PROJECT_ID = /^[a-z][a-z0-9.:-]{0,99}$/;
 
 /**
@@ -80,7 +81,13 @@ export function resolveTelemetry(where: string, value: unknown): TelemetrySettin
       `${where} options.telemetry must be false, true or { tracerProvider?, meterProvider?, recordKey?, projectId? }, got ${describe(value)}`,
     );
   }
-  const o = readOptions(`${where} options.telemetry`, value, false, TELEMETRY_OPTION_NAMES);
+  const o = readOptions(
+    `${where} options.telemetry`,
+    value,
+    false,
+    TELEMETRY_OPTION_NAMES,
+    TELEMETRY_OPTIONS,
+  );
   const tracerProvider = providerOption(where, "tracerProvider", "getTracer", o.tracerProvider);
   const meterProvider = providerOption(where, "meterProvider", "getMeter", o.meterProvider);
   const recordKey = booleanOption(`${where} options.telemetry.recordKey`, o.recordKey) ?? false;

@@ -262,9 +262,9 @@ export interface Logger {
  */
 export interface HeartbeatOptions {
   /** How often to renew, in ms; default a third of the lease. Must be shorter than the lease. */
-  everyMs?: number;
+  everyMs?: number | undefined;
   /** Stop renewing after this long, in ms; default {@link DEFAULT_MAX_HOLD_MS} (60 minutes). */
-  maxHoldMs?: number;
+  maxHoldMs?: number | undefined;
 }
 
 /**
@@ -283,23 +283,23 @@ export interface LockOptions {
   /** The store that holds the records, e.g. `InMemoryLock`, `RedisLock`, `DatastoreLock`. */
   backend: LockBackend;
   /** Mutual-exclusion window while the work runs, in ms; default {@link DEFAULT_LEASE_MS}. */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** Renew the lease while the body runs (needs `backend.renew`). Off by default. */
-  heartbeat?: boolean | HeartbeatOptions;
+  heartbeat?: boolean | HeartbeatOptions | undefined;
   /** Default {@link jsonLogger}: one JSON line per event with a `severity` field (Cloud Logging). */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /**
    * When the key is held, keep re-claiming with a short jittered backoff for up to this
    * many ms before answering InProgress. Default 0 (answer at once). Keep it well below the
    * push ack deadline or the function timeout.
    */
-  waitMs?: number;
+  waitMs?: number | undefined;
   /**
    * OpenTelemetry spans and metrics (needs `@opentelemetry/api`, an optional peer). On by
    * default with the global providers, and free until an SDK is registered; `false` turns it
    * off. See {@link TelemetryOptions}.
    */
-  telemetry?: boolean | TelemetryOptions;
+  telemetry?: boolean | TelemetryOptions | undefined;
 }
 
 /**
@@ -353,16 +353,16 @@ export interface TelemetryMeterProvider {
  */
 export interface TelemetryOptions {
   /** Where spans go; default the global provider (`trace.setGlobalTracerProvider`). */
-  tracerProvider?: TelemetryTracerProvider;
+  tracerProvider?: TelemetryTracerProvider | undefined;
   /** Where metrics go; default the global provider (`metrics.setGlobalMeterProvider`). */
-  meterProvider?: TelemetryMeterProvider;
+  meterProvider?: TelemetryMeterProvider | undefined;
   /** Put the idempotency key on spans (`idempotency.key`). Default false: keys can carry personal data. */
-  recordKey?: boolean;
+  recordKey?: boolean | undefined;
   /**
    * The project in `logging.googleapis.com/trace` (`projects/PROJECT/traces/ID`); default
    * GOOGLE_CLOUD_PROJECT, else GCLOUD_PROJECT.
    */
-  projectId?: string;
+  projectId?: string | undefined;
 }
 
 /**

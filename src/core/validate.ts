@@ -120,19 +120,184 @@ export function optionsObject(
 }
 
 /**
+ * The option names an owner (a verb, a surface, a backend constructor, a nested option such
+ * as `auth`) takes: made once, at module load, so the per-call check allocates nothing.
+ */
+export interface KnownOptions {
+  readonly names: ReadonlySet<string>;
+  /**
+   * Whose options these are: a verb's or a surface's (`lock`: a ttl given there belongs to
+   * the backend), a backend constructor's (`backend`: a lease belongs to the verb), or a
+   * nested option's.
+   */
+  readonly role: "lock" | "backend" | "nested";
+}
+
+/** The {@link KnownOptions} of an owner taking `names`. */
+export function knownOptions(
+  names: readonly string[],
+  role: KnownOptions["role"] = "nested",
+): KnownOptions {
+  return { names: new Set(names), role };
+}
+
+/**
+ * Refuse an option name `known` does not list, so a misspelt option never runs silently
+ * with its default: the {@link InvalidConfiguration} names the key and the closest known
+ * name ("`lease` is not an option of idempotentHttp; did you mean `leaseMs`?"), or lists
+ * the known ones. Own enumerable string keys only, each tested once against a Set; the text
+ * is built only on a refusal (this runs on every lock() call).
+ */
+export function assertKnownOptions(where: string, options: object, known: KnownOptions): void {
+  let keys: string[];
+  try {
+    keys = Object.keys(options);
+  } catch {
+    throw new InvalidConfiguration(
+      `the option names of ${where} could not be read (its proxy threw)`,
+    );
+  }
+  for (let i = 0; i < keys.length; i++) {
+    if (!known.names.has(keys[i] as string)) {
+      throw unknownOption(where, keys[i] as string, known, options);
+    }
+  }
+}
+
+const TTL_NAMES = new Set(["ttl", "ttlms"]);
+const LEASE_NAMES = new Set(["lease", "leasems", "waitms"]);
+/** How each of our backends is built with a ttl, for the refusal of a ttl on a verb or surface. */
+const TTL_EXAMPLES: Readonly<Record<string, string>> = {
+  InMemoryLock: "new InMemoryLock({ ttlMs })",
+  RedisLock: "new RedisLock({ client, ttlMs })",
+  SqlLock: "new SqlLock({ client, ttlMs })",
+  DatastoreLock: "new DatastoreLock({ ttlMs })",
+  FirestoreLock: "new FirestoreLock({ ttlMs })",
+  SpannerLock: "new SpannerLock({ database, ttlMs })",
+};
+
+function unknownOption(
+  where: string,
+  key: string,
+  known: KnownOptions,
+  options: object,
+): InvalidConfiguration {
+  const owner = where.replace(/\(\)/g, "");
+  const shown = optionName(key);
+  const lower = key.toLowerCase();
+  if (known.role === "lock" && TTL_NAMES.has(lower)) {
+    const example = TTL_EXAMPLES[backendClass(options)] ?? TTL_EXAMPLES.RedisLock;
+    return new InvalidConfiguration(
+      `${shown} is an option of the backend, not of ${owner}: ${example}`,
+    );
+  }
+  if (known.role === "backend" && LEASE_NAMES.has(lower)) {
+    return new InvalidConfiguration(
+      `${shown} is an option of lock() and the surfaces, not of ${owner}: lock(key, { backend, leaseMs }, body)`,
+    );
+  }
+  const names = [...known.names];
+  const near = closest(key, names);
+  return new InvalidConfiguration(
+    near === undefined
+      ? `${shown} is not an option of ${owner}; known options: ${names.join(", ")}`
+      : `${shown} is not an option of ${owner}; did you mean ${optionName(near)}?`,
+  );
+}
+
+/** A key as a message shows it: in backticks when plain, else quoted and cut short. */
+function optionName(key: string): string {
+  return /^[\w$]{1,64}$/.test(key) ? `\`${key}\`` : describe(key);
+}
+
+/** The class name of `options.backend`, read without running user code; "" when unknown. */
+function backendClass(options: object): string {
+  try {
+    const backend = Object.getOwnPropertyDescriptor(options, "backend")?.value as unknown;
+    if (backend === null || typeof backend !== "object") return "";
+    const made = Object.getPrototypeOf(backend)?.constructor as unknown;
+    const name =
+      typeof made === "function" ? Object.getOwnPropertyDescriptor(made, "name")?.value : "";
+    return typeof name === "string" ? name : "";
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The known name a misspelt `key` most likely meant: one equal but for case, else the
+ * nearest within a few edits (about a third of the longer name), else one that contains
+ * it or that it contains (`timeout` → `requestTimeoutMs`). Undefined when none is close.
+ */
+export function closest(key: string, names: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const name of names) {
+    const candidate = name.toLowerCase();
+    if (candidate === lower) return name;
+    const distance = editDistance(lower, candidate);
+    const allowed = Math.max(2, Math.floor(Math.max(lower.length, candidate.length) / 3));
+    if (distance <= allowed && distance < bestDistance) {
+      best = name;
+      bestDistance = distance;
+    }
+  }
+  if (best !== undefined || lower.length < 3) return best;
+  return names.find((name) => {
+    const candidate = name.toLowerCase();
+    return candidate.includes(lower) || (candidate.length >= 3 && lower.includes(candidate));
+  });
+}
+
+/** Optimal string alignment distance (Levenshtein plus adjacent swaps), capped at 64 chars. */
+function editDistance(a: string, b: string): number {
+  if (a.length > 64 || b.length > 64) return Number.POSITIVE_INFINITY;
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    const row: number[] = [i];
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        row.push(j);
+        continue;
+      }
+      const above = rows[i - 1] as number[];
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(
+        (above[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (above[j - 1] as number) + cost,
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d = Math.min(d, ((rows[i - 2] as number[])[j - 2] as number) + 1);
+      }
+      row.push(d);
+    }
+    rows.push(row);
+  }
+  return (rows[a.length] as number[])[b.length] as number;
+}
+
+/**
  * Read the named options of `value` once each into a plain object, so every later check
  * and use sees one value (a getter that answers differently each time cannot slip a bad
  * value past its check). `value` must be an object (or absent when `optional`); `where`
  * names the owner in each refusal. A getter or Proxy trap that throws becomes an
- * {@link InvalidConfiguration} naming the option; unknown option names are not read.
+ * {@link InvalidConfiguration} naming the option.
+ *
+ * Every key of `value` must be in `known` (default: `names`), else the call is refused by
+ * {@link assertKnownOptions}; pass `false` when another reader of the same object (the
+ * surface reading its verb's options) checks them all against the owner's full set.
  */
 export function readOptions<K extends string>(
   where: string,
   value: unknown,
   optional: boolean,
   names: readonly K[],
+  known: KnownOptions | false = knownOptions(names),
 ): { readonly [P in K]?: unknown } {
   const options = optionsObject(where, value, optional) as Record<string, unknown>;
+  if (known !== false) assertKnownOptions(where, options, known);
   const read: { [P in K]?: unknown } = {};
   // One try around the loop, and the refusal's text built only on a throw: this runs on
   // every lock() call.

@@ -18,6 +18,31 @@ import {
   type TransactionalGatewayOptions,
 } from "./pipeline.js";
 
+// The plain overload comes last: when no overload matches, TypeScript (7 in particular)
+// reports the last one, and a misspelt option should read as itself ("'lease' does not
+// exist … Did you mean 'leaseMs'?"), not as a backend missing completeInTransaction.
+/**
+ * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
+ * handler gets the store's transaction second, and the event's DONE commits in it with the
+ * handler's writes. A failed commit rejects (500, nack); the redelivery repeats nothing.
+ *
+ * @example
+ * ```ts
+ * import { cloudEvent } from "@google-cloud/functions-framework";
+ * import pg from "pg";
+ * import { idempotent, parseCloudEvent } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const backend = new SqlLock({ client: new pg.Pool(), table: "app.idempotency_records" });
+ * cloudEvent("orders", idempotent({ backend, transaction: true }, async (event, tx) => {
+ *   await tx.query("INSERT INTO app.orders (body) VALUES ($1)", [parseCloudEvent(event).text()]);
+ * }));
+ * ```
+ */
+export function idempotent<E extends CloudEventLike = CloudEventLike, Tx = unknown>(
+  options: TransactionalGatewayOptions<GatewayOptions<E> & RequestTimeoutOptions, Tx>,
+  handler: (event: E, tx: Tx, signal: AbortSignal) => unknown,
+): (event: E) => Promise<void>;
 /**
  * Wrap a functions-framework `cloudEvent` function. It resolves on success or a
  * duplicate (204, ack) and rejects otherwise (500, nack): a `cloudEvent` function cannot
@@ -43,28 +68,6 @@ import {
 export function idempotent<E extends CloudEventLike = CloudEventLike>(
   options: GatewayOptions<E> & RequestTimeoutOptions,
   handler: (event: E, signal: AbortSignal) => unknown,
-): (event: E) => Promise<void>;
-/**
- * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
- * handler gets the store's transaction second, and the event's DONE commits in it with the
- * handler's writes. A failed commit rejects (500, nack); the redelivery repeats nothing.
- *
- * @example
- * ```ts
- * import { cloudEvent } from "@google-cloud/functions-framework";
- * import pg from "pg";
- * import { idempotent, parseCloudEvent } from "gcp-pubsub-idempotency";
- * import { SqlLock } from "gcp-pubsub-idempotency/sql";
- *
- * const backend = new SqlLock({ client: new pg.Pool(), table: "app.idempotency_records" });
- * cloudEvent("orders", idempotent({ backend, transaction: true }, async (event, tx) => {
- *   await tx.query("INSERT INTO app.orders (body) VALUES ($1)", [parseCloudEvent(event).text()]);
- * }));
- * ```
- */
-export function idempotent<E extends CloudEventLike = CloudEventLike, Tx = unknown>(
-  options: TransactionalGatewayOptions<GatewayOptions<E> & RequestTimeoutOptions, Tx>,
-  handler: (event: E, tx: Tx, signal: AbortSignal) => unknown,
 ): (event: E) => Promise<void>;
 export function idempotent<E extends CloudEventLike, Tx>(
   options:

@@ -27,7 +27,7 @@ export interface RequestTimeoutOptions {
    * (or `FUNCTION_TIMEOUT_SEC`), else unknown. A lease shorter than it is warned about
    * once, when the function is built; `waitMs` never runs past it.
    */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
 }
 
 /** A known request timeout and where it was learnt, for the warnings that cite it. */

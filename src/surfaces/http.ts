@@ -173,7 +173,7 @@ export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = Ga
 > &
   RequestTimeoutOptions & {
     /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
-    maxBodyBytes?: number;
+    maxBodyBytes?: number | undefined;
     /**
      * Verify the OIDC token Pub/Sub signs each authenticated push with, before the body is
      * read: 401 (`WWW-Authenticate: Bearer`) for a missing or invalid token, 403 for a valid
@@ -182,7 +182,7 @@ export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = Ga
      * peer google-auth-library: when it is not installed, one ERROR line says so (with
      * `npm install google-auth-library`) as the function is built, and every push gets 503.
      */
-    auth?: PushAuthOptions;
+    auth?: PushAuthOptions | undefined;
   };
 
 /**
@@ -203,6 +203,41 @@ export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = Ga
  */
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
+/** What {@link idempotentHttp} takes besides the options of every surface. */
+const HTTP_OPTIONS = ["maxBodyBytes", "auth"] as const;
+
+// The plain overload comes last: when no overload matches, TypeScript (7 in particular)
+// reports the last one, and a misspelt option should read as itself ("'lease' does not
+// exist … Did you mean 'leaseMs'?"), not as a backend missing completeInTransaction.
+/**
+ * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
+ * handler gets the store's transaction second, then the request and the signal, and the
+ * message's DONE commits in that transaction with the handler's writes. No response object:
+ * the gateway answers after the commit (204, or 500 when it failed), since an answer sent
+ * from inside the transaction would ack a message whose writes may still roll back.
+ *
+ * @example
+ * ```ts
+ * import express from "express";
+ * import pg from "pg";
+ * import { idempotentHttp } from "gcp-pubsub-idempotency";
+ * import { SqlLock } from "gcp-pubsub-idempotency/sql";
+ *
+ * const backend = new SqlLock({ client: new pg.Pool(), table: "app.idempotency_records" });
+ * const app = express();
+ * app.post("/push", express.json(), idempotentHttp({ backend, transaction: true }, async (message, tx) => {
+ *   await tx.query("INSERT INTO app.orders (body) VALUES ($1)", [message.text()]);
+ * }));
+ * ```
+ */
+export function idempotentHttp<
+  Q extends HttpRequestLike = HttpRequestLike,
+  S extends HttpResponseLike = HttpResponseLike,
+  Tx = unknown,
+>(
+  options: TransactionalGatewayOptions<HttpGatewayOptions<Q>, Tx>,
+  handler: (message: ParsedMessage, tx: Tx, req: Q, signal: AbortSignal) => unknown,
+): (req: Q, res: S) => Promise<void>;
 /**
  * Wrap a Pub/Sub push endpoint: a functions-framework `http` function, an Express
  * handler, or a `node:http` request listener. Success or duplicate → 204; contention →
@@ -238,35 +273,6 @@ export function idempotentHttp<
   options: HttpGatewayOptions<Q>,
   handler: (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown,
 ): (req: Q, res: S) => Promise<void>;
-/**
- * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
- * handler gets the store's transaction second, then the request and the signal, and the
- * message's DONE commits in that transaction with the handler's writes. No response object:
- * the gateway answers after the commit (204, or 500 when it failed), since an answer sent
- * from inside the transaction would ack a message whose writes may still roll back.
- *
- * @example
- * ```ts
- * import express from "express";
- * import pg from "pg";
- * import { idempotentHttp } from "gcp-pubsub-idempotency";
- * import { SqlLock } from "gcp-pubsub-idempotency/sql";
- *
- * const backend = new SqlLock({ client: new pg.Pool(), table: "app.idempotency_records" });
- * const app = express();
- * app.post("/push", express.json(), idempotentHttp({ backend, transaction: true }, async (message, tx) => {
- *   await tx.query("INSERT INTO app.orders (body) VALUES ($1)", [message.text()]);
- * }));
- * ```
- */
-export function idempotentHttp<
-  Q extends HttpRequestLike = HttpRequestLike,
-  S extends HttpResponseLike = HttpResponseLike,
-  Tx = unknown,
->(
-  options: TransactionalGatewayOptions<HttpGatewayOptions<Q>, Tx>,
-  handler: (message: ParsedMessage, tx: Tx, req: Q, signal: AbortSignal) => unknown,
-): (req: Q, res: S) => Promise<void>;
 export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponseLike, Tx>(
   options: HttpGatewayOptions<Q> | TransactionalGatewayOptions<HttpGatewayOptions<Q>, Tx>,
   handler:
@@ -277,6 +283,7 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
     signalAt: 3,
     transactionSignalAt: 3,
     request: true,
+    own: HTTP_OPTIONS,
   });
   // Which signature `handler` has is what the options said: checked once, above.
   type Plain = (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown;
@@ -291,7 +298,7 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         (handler as InTransaction)(message, tx, req, signal)
     : (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) =>
         (handler as Plain)(message, req, res, signal);
-  const own = readOptions("idempotentHttp()", options, false, ["maxBodyBytes", "auth"]);
+  const own = readOptions("idempotentHttp()", options, false, HTTP_OPTIONS, false);
   const limit = maxBodyBytesOption(own.maxBodyBytes);
   const { logger } = gateway.lock;
   const verify =

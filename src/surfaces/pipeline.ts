@@ -15,6 +15,7 @@ import {
 import { deliveryFields, errorStack, errorText, type MessageRef } from "../core/logger.js";
 import {
   backendName,
+  LOCK_OPTION_NAMES,
   type ResolvedLockOptions,
   resolveLockOptions,
   transactionalBackend,
@@ -41,6 +42,7 @@ import {
   assertValidKey,
   booleanOption,
   functionOption,
+  knownOptions,
   readOptions,
   readProperty,
 } from "../core/validate.js";
@@ -75,16 +77,16 @@ export type GatewayOptions<I> = LockOptions & {
    * The idempotency key of a message; default its Pub/Sub messageId. Undefined or `""`
    * means unkeyed (refused unless `allowUnguarded`); a throw is a failure (nack).
    */
-  key?: (input: I) => string | undefined;
+  key?: ((input: I) => string | undefined) | undefined;
   /** Called with the key when a duplicate was skipped; a throw is logged, never raised. */
-  onDuplicate?: (key: string) => void;
+  onDuplicate?: ((key: string) => void) | undefined;
   /** Run the handler unguarded (with a warning) when no key resolves, instead of refusing. */
-  allowUnguarded?: boolean;
+  allowUnguarded?: boolean | undefined;
   /**
    * `true` runs the handler in the store's transaction, with DONE committed together with
    * its writes: see {@link TransactionalGatewayOptions}. Needs a backend with transactions.
    */
-  transaction?: false;
+  transaction?: false | undefined;
 };
 
 /**
@@ -185,6 +187,8 @@ export interface SurfaceShape {
   readonly transactionSignalAt?: number;
   /** A push surface serves a request with a timeout; the pull surface does not. */
   readonly request: boolean;
+  /** Options the surface reads itself (`maxBodyBytes`, `auth`): known, not read here. */
+  readonly own?: readonly string[];
 }
 
 /**
@@ -200,9 +204,13 @@ export function resolveGatewayOptions<I>(
   shape: SurfaceShape,
 ): ResolvedGatewayOptions<I> {
   const where = `${surface}()`;
-  const lock = resolveLockOptions(where, options);
+  const names = shape.request ? PUSH_OPTIONS : GATEWAY_OPTIONS;
+  // Every option name is checked once, here, against all the surface takes; the readers
+  // of its parts (the verb's, the surface's own) then read only what they know.
+  const known = knownOptions([...LOCK_OPTION_NAMES, ...names, ...(shape.own ?? [])], "lock");
+  const lock = resolveLockOptions(where, options, known);
   assertFunction(where, "handler", handler);
-  const o = readOptions(where, options, false, shape.request ? PUSH_OPTIONS : GATEWAY_OPTIONS);
+  const o = readOptions(where, options, false, names, false);
   const arity = readProperty(`${where} handler.length`, handler as object, "length");
   const allowUnguarded = booleanOption("options.allowUnguarded", o.allowUnguarded) ?? false;
   const transactional = booleanOption("options.transaction", o.transaction)

@@ -14,6 +14,33 @@ import {
 /** The message of a line written before any of its fields could be read. */
 const NOTHING_READ: MessageRef = {};
 
+// The plain overload comes last: when no overload matches, TypeScript (7 in particular)
+// reports the last one, and a misspelt option should read as itself ("'lease' does not
+// exist … Did you mean 'leaseMs'?"), not as a backend missing completeInTransaction.
+/**
+ * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
+ * handler gets the store's transaction second, and the message's DONE commits in it with
+ * the handler's writes. A failed commit nacks; the redelivery repeats nothing.
+ *
+ * @example
+ * ```ts
+ * import { Firestore } from "@google-cloud/firestore";
+ * import { PubSub } from "@google-cloud/pubsub";
+ * import { idempotentMessage } from "gcp-pubsub-idempotency";
+ * import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
+ *
+ * const firestore = new Firestore();
+ * const backend = new FirestoreLock({ firestore });
+ * const subscription = new PubSub().subscription("orders-worker");
+ * subscription.on("message", idempotentMessage({ backend, transaction: true }, async (message, tx) => {
+ *   tx.create(firestore.collection("orders").doc(), { body: message.data.toString() });
+ * }));
+ * ```
+ */
+export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike, Tx = unknown>(
+  options: TransactionalGatewayOptions<GatewayOptions<M>, Tx>,
+  handler: (message: M, tx: Tx, signal: AbortSignal) => unknown,
+): (message: M) => Promise<void>;
 /**
  * Wrap a pull subscriber's `message` listener. Acks on success or duplicate; nacks on
  * contention, a handler error or no key. Never rejects: `subscription.on("message")`
@@ -41,30 +68,6 @@ const NOTHING_READ: MessageRef = {};
 export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike>(
   options: GatewayOptions<M>,
   handler: (message: M, signal: AbortSignal) => unknown,
-): (message: M) => Promise<void>;
-/**
- * Transaction mode (`transaction: true`, see {@link TransactionalGatewayOptions}): the
- * handler gets the store's transaction second, and the message's DONE commits in it with
- * the handler's writes. A failed commit nacks; the redelivery repeats nothing.
- *
- * @example
- * ```ts
- * import { Firestore } from "@google-cloud/firestore";
- * import { PubSub } from "@google-cloud/pubsub";
- * import { idempotentMessage } from "gcp-pubsub-idempotency";
- * import { FirestoreLock } from "gcp-pubsub-idempotency/firestore";
- *
- * const firestore = new Firestore();
- * const backend = new FirestoreLock({ firestore });
- * const subscription = new PubSub().subscription("orders-worker");
- * subscription.on("message", idempotentMessage({ backend, transaction: true }, async (message, tx) => {
- *   tx.create(firestore.collection("orders").doc(), { body: message.data.toString() });
- * }));
- * ```
- */
-export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike, Tx = unknown>(
-  options: TransactionalGatewayOptions<GatewayOptions<M>, Tx>,
-  handler: (message: M, tx: Tx, signal: AbortSignal) => unknown,
 ): (message: M) => Promise<void>;
 export function idempotentMessage<M extends PubSubMessageLike, Tx>(
   options: GatewayOptions<M> | TransactionalGatewayOptions<GatewayOptions<M>, Tx>,

@@ -7,7 +7,7 @@ import type { Logger } from "../core/types.js";
 import {
   describe,
   functionOption,
-  optionsObject,
+  knownOptions,
   readOptions,
   stringOption,
 } from "../core/validate.js";
@@ -46,12 +46,12 @@ export interface PushAuthOptions {
    * token for `audience` passes, and anyone can mint one with a service account of their own:
    * leave it out only behind another check.
    */
-  serviceAccountEmail?: string | readonly string[];
+  serviceAccountEmail?: string | readonly string[] | undefined;
   /**
    * The signing keys, PEM (public key or X.509 certificate) by `kid`, for tests and air-gapped
    * setups. Default: Google's OAuth2 certificates, cached as long as their Cache-Control allows.
    */
-  certificates?: () => Promise<Record<string, string>>;
+  certificates?: (() => Promise<Record<string, string>>) | undefined;
 }
 
 /** {@link PushAuthOptions} after one validation pass. */
@@ -154,17 +154,17 @@ export type PushVerifier = (authorization: string | undefined) => Promise<PushAu
  */
 export interface PushVerifierContext {
   /** Default {@link jsonLogger}. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /**
    * The clock of the exp/iat/nbf checks added here, epoch ms; default `Date.now`.
    * google-auth-library also checks iat/exp against the system clock (5 min skew).
    */
-  now?: () => number;
+  now?: (() => number) | undefined;
   /**
    * Where the default certificate source fetches the PEM certificates (a mirror, or a
    * loopback server in tests); default Google's. Needs google-auth-library 9.6 or later.
    */
-  certificatesUrl?: string;
+  certificatesUrl?: string | undefined;
 }
 
 /** The issuers of Google ID tokens (Google's documentation accepts both spellings). */
@@ -182,7 +182,8 @@ const ACCEPTED_TOKENS_KEPT = 256;
 /** Longer than any JWT Google issues; bounds the work an oversized header can cause. */
 const MAX_TOKEN_CHARS = 8_192;
 
-const KNOWN_OPTIONS = new Set(["audience", "serviceAccountEmail", "certificates"]);
+const AUTH_OPTION_NAMES = ["audience", "serviceAccountEmail", "certificates"] as const;
+const AUTH_OPTIONS = knownOptions(AUTH_OPTION_NAMES);
 const AUDIENCE = /^[^\s\p{Cc}]{1,2048}$/u;
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/u;
 const BEARER = /^bearer +([^ ]+) *$/i;
@@ -195,22 +196,8 @@ const NO_HEADERS = Object.freeze({});
  * {@link InvalidConfiguration}) names the field, prefixed by `name`.
  */
 export function resolvePushAuthOptions(value: unknown, name = "auth"): ResolvedPushAuthOptions {
-  const given = optionsObject(name, value, false);
-  let keys: string[];
-  try {
-    keys = Object.keys(given);
-  } catch {
-    throw new InvalidConfiguration(`${name} could not be read (its proxy threw)`);
-  }
   // A misspelt key of a security option must not silently widen who may push.
-  for (const key of keys) {
-    if (!KNOWN_OPTIONS.has(key)) {
-      throw new InvalidConfiguration(
-        `${name} has no option ${JSON.stringify(key)} (it takes audience, serviceAccountEmail, certificates)`,
-      );
-    }
-  }
-  const o = readOptions(name, given, false, ["audience", "serviceAccountEmail", "certificates"]);
+  const o = readOptions(name, value, false, AUTH_OPTION_NAMES, AUTH_OPTIONS);
   if (o.audience === undefined) {
     throw new InvalidConfiguration(
       `${name}.audience is required: the token audience of the push subscription (--push-auth-token-audience, by default the push endpoint URL)`,
@@ -293,8 +280,12 @@ export function createPushVerifier(
   options: PushAuthOptions,
   context: PushVerifierContext = {},
 ): PushVerifier {
-  return verifierFor(resolvePushAuthOptions(options), context);
+  const resolved = resolvePushAuthOptions(options);
+  const read = readOptions("createPushVerifier() context", context, true, CONTEXT_OPTION_NAMES);
+  return verifierFor(resolved, read as PushVerifierContext);
 }
+
+const CONTEXT_OPTION_NAMES = ["logger", "now", "certificatesUrl"] as const;
 
 /** {@link createPushVerifier} for options already checked (by a surface, under its own name). */
 export function verifierFor(

@@ -194,6 +194,7 @@ const retrySpec: OptionSpec = {
   valid: optional(
     (v) =>
       isPlainObject(v) &&
+      Object.keys(v as object).every((k) => (retryFields as readonly string[]).includes(k)) &&
       retryFields.every((f) => retryFieldValid[f]((v as Record<string, unknown>)[f])),
   ),
   near: fc.constantFrom({}, { attempts: 1 }, { attempts: 100, maxElapsedMs: 0 }, { attempts: 101 }),
@@ -449,10 +450,13 @@ describe.each(specs)("$name constructor", (spec) => {
     for (const option of Object.keys(spec.options)) expect(reads.get(option)).toBe(1);
   });
 
-  it("unknown option names are ignored", () => {
-    expect(() =>
-      spec.build({ ...spec.base, ttl: "not an option", leaseMs: Number.NaN }),
-    ).not.toThrow();
+  it("an unknown option name is refused, naming it and the closest known one", () => {
+    expect(() => spec.build({ ...spec.base, ttl: "not an option" })).toThrow(
+      `\`ttl\` is not an option of ${spec.name.split(" ")[0]}; did you mean \`ttlMs\`?`,
+    );
+    expect(() => spec.build({ ...spec.base, leaseMs: 60_000 })).toThrow(
+      `\`leaseMs\` is an option of lock() and the surfaces, not of ${spec.name.split(" ")[0]}: lock(key, { backend, leaseMs }, body)`,
+    );
   });
 });
 
@@ -543,7 +547,7 @@ describe("the reported cases", () => {
     expect(() => new RedisLock({ client: throwing as never })).toThrow(/client must be/);
     expect(() => new SqlLock({ client: throwing as never })).toThrow(/client/);
     expect(() => new DatastoreLock({ retry: throwing as never })).toThrow(
-      /retry option attempts could not be read/,
+      "the option names of DatastoreLock options.retry could not be read (its proxy threw)",
     );
   });
 });

@@ -369,6 +369,7 @@ const optionRules: Record<string, (v: unknown) => boolean> = {
   heartbeat: (v) => {
     if (v === undefined || typeof v === "boolean") return true;
     if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+    if (!Object.keys(v).every((k) => k === "everyMs" || k === "maxHoldMs")) return false;
     const { everyMs, maxHoldMs } = v as Record<string, unknown>;
     return (
       (everyMs === undefined || (wholeMs(everyMs, 1) && (everyMs as number) < 15 * 60_000)) &&
@@ -427,10 +428,10 @@ describe("hostile options on every surface", () => {
     fc.constantFrom(...(Object.keys(surfaces) as (keyof typeof surfaces)[])),
     (name, value, surface) => {
       const options = { backend: new InMemoryLock(), [name]: value } as never;
-      // maxBodyBytes is idempotentHttp's own; the others ignore it as an unknown name.
+      // maxBodyBytes is idempotentHttp's own; the others refuse it as an unknown name.
       const valid =
         name === "maxBodyBytes" && surface !== "idempotentHttp"
-          ? true
+          ? false
           : (optionRules[name] as (v: unknown) => boolean)(value);
       let error: unknown;
       try {

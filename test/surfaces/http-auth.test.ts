@@ -111,7 +111,7 @@ describe("idempotentHttp auth options", () => {
     expect(build({})).toThrow(InvalidConfiguration);
     expect(build({})).toThrow(/options\.auth\.audience is required/);
     expect(build({ audience: "https://x.test", serviceAccountEmails: "a@b" })).toThrow(
-      /options\.auth has no option "serviceAccountEmails"/,
+      "`serviceAccountEmails` is not an option of idempotentHttp options.auth; did you mean `serviceAccountEmail`?",
     );
     expect(build({ audience: "https://x.test", certificates: "pem" })).toThrow(
       /options\.auth\.certificates/,

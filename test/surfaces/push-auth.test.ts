@@ -65,7 +65,10 @@ describe("push authentication options", () => {
     [{ audience: "a", serviceAccountEmail: [] }, "auth.serviceAccountEmail must name at least one"],
     [{ audience: "a", serviceAccountEmail: ["x@y.z", 7] }, "auth.serviceAccountEmail must be"],
     [{ audience: "a", certificates: {} }, "auth.certificates must be a function"],
-    [{ audience: "a", serviceAccountEmails: "x@y.z" }, 'auth has no option "serviceAccountEmails"'],
+    [
+      { audience: "a", serviceAccountEmails: "x@y.z" },
+      "`serviceAccountEmails` is not an option of auth; did you mean `serviceAccountEmail`?",
+    ],
   ])("refuses %j at build time, naming the field", (auth, message) => {
     expect(() => createPushVerifier(auth as PushAuthOptions)).toThrow(InvalidConfiguration);
     expect(() => resolvePushAuthOptions(auth)).toThrow(message);

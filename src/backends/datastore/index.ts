@@ -27,7 +27,7 @@ export { decodeName, encodeName } from "./io.js";
 /**
  * Options of {@link DatastoreLock}; all optional. The constructor checks each one before any
  * I/O and throws {@link InvalidConfiguration} naming the option for a value of the wrong
- * type or out of range; unknown option names are ignored.
+ * type or out of range; an unknown option name is refused (naming the closest known one).
  *
  * @example
  * ```ts
@@ -47,26 +47,26 @@ export interface DatastoreLockOptions<D extends DatastoreLike = DatastoreLike> {
    * `transaction()`); default: one created on first use (ADC / DATASTORE_EMULATOR_HOST),
    * which `close()` closes. A given client stays yours.
    */
-  datastore?: D;
+  datastore?: D | undefined;
   /** For the client created on first use: a project id (printable ASCII, no spaces). */
-  projectId?: string;
+  projectId?: string | undefined;
   /** For the client created on first use: a named database; default `(default)`. */
-  databaseId?: string;
+  databaseId?: string | undefined;
   /**
    * Namespace of the records: 1 to 100 of `[0-9A-Za-z._-]`, not of the form `__name__`
    * (reserved). Default: the client's own namespace, or the default namespace for a client
    * without one. An empty string is refused rather than read as either: omit the option.
    */
-  namespace?: string;
+  namespace?: string | undefined;
   /** Kind of the records; default `IdempotencyRecord`. */
-  kind?: string;
+  kind?: string | undefined;
   /**
    * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
    * default {@link DEFAULT_TTL_MS}.
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** Bounds on retrying ABORTED / UNAVAILABLE / lock timeouts. */
-  retry?: RetryOptions;
+  retry?: RetryOptions | undefined;
 }
 
 /**

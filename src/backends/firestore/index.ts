@@ -33,7 +33,7 @@ export { decodeDocumentId, encodeDocumentId } from "./io.js";
 /**
  * Options of {@link FirestoreLock}; all optional. The constructor checks each one before any
  * I/O and throws `InvalidConfiguration` naming the option for a value of the wrong type or
- * out of range; unknown option names are ignored.
+ * out of range; an unknown option name is refused (naming the closest known one).
  *
  * @example
  * ```ts
@@ -52,23 +52,23 @@ export interface FirestoreLockOptions<F extends FirestoreLike = FirestoreLike> {
    * A Firestore instance (an object with `collection()`); default: one created on first use
    * (ADC / FIRESTORE_EMULATOR_HOST), which `close()` terminates. A given one stays yours.
    */
-  firestore?: F;
+  firestore?: F | undefined;
   /** For the instance created on first use: a project id (printable ASCII, no spaces). */
-  projectId?: string;
+  projectId?: string | undefined;
   /** For the instance created on first use: a named database; default `(default)`. */
-  databaseId?: string;
+  databaseId?: string | undefined;
   /**
    * Collection of the records: one path segment (no `/`), not `.`, `..` or `__name__`, at
    * most 1,500 UTF-8 bytes; default `idempotency-records`.
    */
-  collection?: string;
+  collection?: string | undefined;
   /**
    * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
    * default {@link DEFAULT_TTL_MS}.
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** Bounds on retrying ABORTED / UNAVAILABLE. */
-  retry?: RetryOptions;
+  retry?: RetryOptions | undefined;
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   assertValidKey,
   describe,
   functionOption,
+  knownOptions,
   readOptions,
   ttlOption,
 } from "../../core/validate.js";
@@ -47,16 +48,20 @@ export interface InMemoryLockOptions {
    * How long a DONE key suppresses duplicates: whole ms, 1 to {@link MAX_TTL_MS}; default
    * {@link DEFAULT_TTL_MS}.
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /**
    * The clock, epoch ms; inject one to move time in tests. Default `Date.now`. It must be a
    * function (checked by the constructor) returning a finite number (checked on each call).
    */
-  now?: () => number;
+  now?: (() => number) | undefined;
 }
 
 /** How many records each claim inspects for expiry, so memory stays bounded without a timer. */
 const SWEEP_STEP = 2;
+
+/** The options InMemoryLock takes; any other name is refused. */
+const NAMES = ["ttlMs", "now"] as const;
+const KNOWN = knownOptions(NAMES, "backend");
 
 /**
  * The reference backend: the transition table of docs/state-machine.md over one process's
@@ -94,7 +99,7 @@ export class InMemoryLock implements LockBackend {
    * {@link InvalidConfiguration}.
    */
   constructor(options: InMemoryLockOptions = {}) {
-    const read = readOptions("InMemoryLock", options, true, ["ttlMs", "now"]);
+    const read = readOptions("InMemoryLock", options, true, NAMES, KNOWN);
     this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);
     this.clock = functionOption<() => number>("now", read.now) ?? Date.now;
   }

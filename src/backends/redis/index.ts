@@ -20,6 +20,7 @@ import {
   assertPositiveMs,
   assertValidKey,
   describe,
+  knownOptions,
   readOptions,
   ttlOption,
 } from "../../core/validate.js";
@@ -77,9 +78,9 @@ export interface RedisLockOptions {
    * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
    * default {@link DEFAULT_TTL_MS}.
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** Prepended to every idempotency key; default "idem:". Printable ASCII, 1–128 chars. */
-  prefix?: string;
+  prefix?: string | undefined;
 }
 
 /**
@@ -109,6 +110,10 @@ const RENEW = withPrelude(renewLua);
 // Operator calls (the CLI's inspect and release).
 const INSPECT = withPrelude(inspectLua);
 const FORCE_RELEASE = withPrelude(forceReleaseLua);
+
+/** The options RedisLock takes; any other name is refused. */
+const NAMES = ["client", "ttlMs", "prefix"] as const;
+const KNOWN = knownOptions(NAMES, "backend");
 
 /**
  * Redis backend: one hash per key, each verb one Lua script (one EVALSHA round trip),
@@ -144,7 +149,7 @@ export class RedisLock implements LockBackend {
    * {@link InvalidConfiguration} naming the option.
    */
   constructor(options: RedisLockOptions) {
-    const read = readOptions("RedisLock", options, false, ["client", "ttlMs", "prefix"]);
+    const read = readOptions("RedisLock", options, false, NAMES, KNOWN);
     if (!isScriptClient(read.client)) {
       throw new InvalidConfiguration(
         "RedisLock option client must be an ioredis Redis/Cluster, a node-redis client/cluster " +

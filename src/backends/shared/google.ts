@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { RetryPolicy } from "../../core/retry.js";
 import type { LockRecord } from "../../core/transitions.js";
-import { readOptions, stringOption, ttlOption } from "../../core/validate.js";
+import { knownOptions, readOptions, stringOption, ttlOption } from "../../core/validate.js";
 import { clientOption } from "./options.js";
 import { resolveRetry } from "./retry-options.js";
 
@@ -185,7 +185,8 @@ export function googleLockOptions<C, K extends string>(
   ownNames: readonly K[],
 ): GoogleLockSetup<C, K> {
   const shared = ["projectId", "databaseId", "ttlMs", "retry"] as const;
-  const read = readOptions(where, options, true, [client.option, ...shared, ...ownNames]) as {
+  const names = [client.option, ...shared, ...ownNames];
+  const read = readOptions(where, options, true, names, knownOptions(names, "backend")) as {
     readonly [P in string]?: unknown;
   };
   const given = clientOption<C>(client.option, read[client.option], client.methods, client.what);
@@ -210,7 +211,7 @@ export function googleLockOptions<C, K extends string>(
     client: new LazyClient(given, () => client.create(settings)),
     clientGiven: given !== undefined,
     ttlMs: ttlOption(read.ttlMs, DEFAULT_TTL_MS),
-    retry: resolveRetry(read.retry),
+    retry: resolveRetry(read.retry, where),
     own,
   };
 }

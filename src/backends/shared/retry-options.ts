@@ -23,13 +23,13 @@ import { assertNonNegativeMs, describe, readOptions } from "../../core/validate.
  */
 export interface RetryOptions {
   /** Attempts in all, the first included: a whole number from 1 to 100; default 10. */
-  attempts?: number;
+  attempts?: number | undefined;
   /** Stop retrying once this much time has passed since the first attempt, whole ms; default 15 s. */
-  maxElapsedMs?: number;
+  maxElapsedMs?: number | undefined;
   /** First backoff ceiling, whole ms (0 allowed); doubles per attempt up to `maxDelayMs`. Default 25 ms. */
-  baseDelayMs?: number;
+  baseDelayMs?: number | undefined;
   /** Largest backoff ceiling, whole ms (0 allowed); default 1 s. */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
 }
 
 /** The most attempts `retry.attempts` may ask for: enough for any contention, never endless. */
@@ -42,8 +42,13 @@ const RETRY_NAMES = ["attempts", "maxElapsedMs", "baseDelayMs", "maxDelayMs"] as
  * are whole numbers in range; anything else is an {@link InvalidConfiguration} naming the
  * field. `NaN` attempts used to retry a dead store for ever.
  */
-export function resolveRetry(options: unknown): RetryPolicy {
-  const read = readOptions("retry", options, true, RETRY_NAMES);
+export function resolveRetry(options: unknown, owner?: string): RetryPolicy {
+  const read = readOptions(
+    owner === undefined ? "retry" : `${owner} options.retry`,
+    options,
+    true,
+    RETRY_NAMES,
+  );
   const attempts = read.attempts === undefined ? 10 : read.attempts;
   if (
     typeof attempts !== "number" ||

@@ -27,8 +27,8 @@ export type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 /**
  * Options of {@link SpannerLock}: a `database`, or the ids to open one with; the rest
  * optional. The constructor checks each one before any I/O and throws `InvalidConfiguration`
- * naming the option for a value of the wrong type or out of range; unknown option names are
- * ignored.
+ * naming the option for a value of the wrong type or out of range; an unknown option name is
+ * refused (naming the closest known one).
  *
  * @example
  * ```ts
@@ -49,26 +49,26 @@ export interface SpannerLockOptions<Tx extends SpannerTransactionLike = SpannerT
    * opened on first use from `projectId` / `instanceId` / `databaseId` (ADC, or
    * SPANNER_EMULATOR_HOST), which `close()` closes. A given one stays yours.
    */
-  database?: SpannerDatabaseLike<Tx>;
+  database?: SpannerDatabaseLike<Tx> | undefined;
   /** For the database opened on first use: a project id (printable ASCII, no spaces). */
-  projectId?: string;
+  projectId?: string | undefined;
   /** For the database opened on first use (required then): the instance id. */
-  instanceId?: string;
+  instanceId?: string | undefined;
   /** For the database opened on first use (required then): the database id. */
-  databaseId?: string;
+  databaseId?: string | undefined;
   /**
    * Table of the records: a GoogleSQL identifier (a letter, then letters, digits and `_`, at
    * most 128); default `idempotency_records`. Create it with `ensureSchema()` or
    * {@link SpannerLock.schemaDdl}.
    */
-  table?: string;
+  table?: string | undefined;
   /**
    * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
    * default {@link DEFAULT_TTL_MS}.
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** Bounds on retrying ABORTED (contention) / UNAVAILABLE / DEADLINE_EXCEEDED. */
-  retry?: RetryOptions;
+  retry?: RetryOptions | undefined;
 }
 
 /** A table name: a GoogleSQL identifier. */

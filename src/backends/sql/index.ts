@@ -26,6 +26,7 @@ import {
   assertPositiveMs,
   assertValidKey,
   describe,
+  knownOptions,
   readOptions,
   ttlOption,
 } from "../../core/validate.js";
@@ -160,19 +161,19 @@ export interface SqlLockOptions<C extends SqlClient = SqlClient> {
   /** A pg Pool or Client, a mysql2/promise Pool, or a better-sqlite3 Database. */
   client: C;
   /** Detected from the client's shape when omitted. */
-  dialect?: SqlDialect;
+  dialect?: SqlDialect | undefined;
   /**
    * Default `idempotency_records`; PostgreSQL also takes `schema.table`, MySQL/MariaDB
    * `database.table` (the record table in another database of the server, e.g. beside your
    * own tables for {@link lockInTransaction}). Letters, digits and underscores, not starting
    * with a digit, at most 48 characters per part; each part is quoted.
    */
-  table?: string;
+  table?: string | undefined;
   /**
    * How long a DONE key suppresses duplicates: whole ms, 1 to `MAX_TTL_MS` (10 years);
    * default {@link DEFAULT_TTL_MS}.
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
 }
 
 const DEFAULT_TABLE = "idempotency_records";
@@ -197,6 +198,10 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 const DIALECTS: Readonly<Record<SqlDialect, Dialect>> = { postgres, mysql, sqlite };
 /** Detection tries the most specific client shape first: a mysql2 pool has query() too. */
 const DETECTION_ORDER: readonly Dialect[] = [sqlite, mysql, postgres];
+
+/** The options SqlLock takes; any other name is refused. */
+const NAMES = ["client", "dialect", "table", "ttlMs"] as const;
+const KNOWN = knownOptions(NAMES, "backend");
 
 /**
  * A LockBackend over one SQL table: PostgreSQL (pg), MySQL/MariaDB (mysql2) or SQLite
@@ -247,7 +252,7 @@ export class SqlLock<C extends SqlClient = SqlClient>
    * `MAX_TTL_MS` throws {@link InvalidConfiguration} naming the option.
    */
   constructor(options: SqlLockOptions<C>) {
-    const read = readOptions("SqlLock", options, false, ["client", "dialect", "table", "ttlMs"]);
+    const read = readOptions("SqlLock", options, false, NAMES, KNOWN);
     const client = read.client;
     if (client === null || (typeof client !== "object" && typeof client !== "function")) {
       throw new InvalidConfiguration(

@@ -6,39 +6,40 @@ import { test } from "node:test";
 import { simulatePushDeliveries } from "gcp-pubsub-idempotency/testing";
 import { createApp, type Order } from "./push-service.js";
 
-test("each order placed once, every message acked", async () => {
-  const placed: Order[] = [];
+/** The service on a free port for the length of `body`, which gets its base URL. */
+async function serving(placed: Order[], body: (base: string) => Promise<void>): Promise<void> {
   const server = createApp({ placed }).listen(0, "127.0.0.1");
   await new Promise<void>((done) => server.once("listening", () => done()));
   try {
-    const { port } = server.address() as AddressInfo;
+    await body(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  } finally {
+    server.close();
+  }
+}
+
+test("each order placed once, every message acked", async () => {
+  const placed: Order[] = [];
+  await serving(placed, async (base) => {
     const report = await simulatePushDeliveries({
-      url: `http://127.0.0.1:${port}/pubsub/push`,
+      url: `${base}/pubsub/push`,
       messages: [{ orderId: "o-1" }, { orderId: "o-2" }, { orderId: "o-3" }],
       copies: 3,
     });
     assert.deepEqual(report.unacked, []);
     assert.deepEqual(placed.map((o) => o.orderId).sort(), ["o-1", "o-2", "o-3"]);
-  } finally {
-    server.close();
-  }
+  });
 });
 
 test("a push to the wrong path is not acked", async () => {
   const placed: Order[] = [];
-  const server = createApp({ placed }).listen(0, "127.0.0.1");
-  await new Promise<void>((done) => server.once("listening", () => done()));
-  try {
-    const { port } = server.address() as AddressInfo;
+  await serving(placed, async (base) => {
     const report = await simulatePushDeliveries({
-      url: `http://127.0.0.1:${port}/push`,
+      url: `${base}/push`,
       messages: [{ orderId: "o-9" }],
       copies: 1,
       maxRedeliveries: 0,
     });
     assert.equal(report.unacked.length, 1);
     assert.deepEqual(placed, []);
-  } finally {
-    server.close();
-  }
+  });
 });

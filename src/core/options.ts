@@ -25,7 +25,7 @@ export interface ResolvedLockOptions {
   /** The `telemetry` option checked; undefined when it is `false`. */
   readonly telemetry: TelemetrySettings | undefined;
   /** The message a surface runs this verb for: its lines name it. Absent for a plain verb call. */
-  readonly message?: MessageRef;
+  readonly message: MessageRef | undefined;
 }
 
 /** The options of every verb and surface ({@link LockOptions}). */
@@ -64,6 +64,8 @@ export function resolveLockOptions(
     logger: guardLogger(loggerOption(o.logger)),
     heartbeat: planHeartbeat(o.heartbeat, backend, leaseMs),
     telemetry: resolveTelemetry(where, o.telemetry),
+    // Always present, so every resolved options object has one shape (see the surfaces' lockFor).
+    message: undefined,
   };
 }
 

@@ -593,8 +593,19 @@ function lockFor<I>(
     requestTimeout === undefined || lock.waitMs === 0
       ? lock
       : waitWithinDeadline(lock, requestTimeout.ms, delivery.startedAt ?? Date.now());
-  // The verbs' own lines (a failed release, a fenced-out complete) name the message too.
-  return { ...bounded, message: delivery };
+  // The verbs' own lines (a failed release, a fenced-out complete) name the message too. A
+  // literal of the one shape every resolved options object has, not a spread: the spread made
+  // a pull duplicate 1.7× slower (npm run bench -- --only gateway; 206k against 345k per
+  // CPU-second in .tmp measurements of 4 December).
+  return {
+    backend: bounded.backend,
+    leaseMs: bounded.leaseMs,
+    waitMs: bounded.waitMs,
+    logger: bounded.logger,
+    heartbeat: bounded.heartbeat,
+    telemetry: bounded.telemetry,
+    message: delivery,
+  };
 }
 
 /**

@@ -28,10 +28,7 @@ export { jsonLogger } from "./core/logger.js";
 export {
   lockInTransaction,
   type TransactionalBody,
-  type TransactionalLockBackend,
   type TransactionalLockOptions,
-  type TransactionCompletion,
-  type TransactionOf,
 } from "./core/transaction.js";
 export type {
   Claim,
@@ -48,6 +45,9 @@ export type {
   TelemetryMeterProvider,
   TelemetryOptions,
   TelemetryTracerProvider,
+  TransactionalLockBackend,
+  TransactionCompletion,
+  TransactionOf,
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs.js";

@@ -3,8 +3,7 @@ import { InvalidConfiguration } from "./errors.js";
 import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
 import { guardLogger, jsonLogger, type MessageRef } from "./logger.js";
 import { resolveTelemetry, type TelemetrySettings } from "./telemetry.js";
-import type { TransactionalLockBackend } from "./transaction.js";
-import type { LockBackend, Logger } from "./types.js";
+import type { LockBackend, Logger, TransactionalLockBackend } from "./types.js";
 import {
   assertNonNegativeMs,
   assertPositiveMs,

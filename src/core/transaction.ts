@@ -4,7 +4,12 @@ import { Duplicate, InProgress } from "./errors.js";
 import { deliveryFields } from "./logger.js";
 import { type ResolvedLockOptions, resolveLockOptions, transactionalBackend } from "./options.js";
 import type { Observation } from "./telemetry.js";
-import type { Claim, LockBackend, LockOptions } from "./types.js";
+import type {
+  Claim,
+  LockOptions,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
 import {
   claimWithin,
@@ -16,88 +21,6 @@ import {
   runObserved,
   watchClaim,
 } from "./verbs.js";
-
-/**
- * What {@link TransactionalLockBackend.completeInTransaction} resolves to.
- *
- * @example
- * ```ts
- * import type { TransactionCompletion } from "gcp-pubsub-idempotency";
- *
- * const rolledBack: TransactionCompletion<string> = { completed: false, value: "order-7" };
- * if (!rolledBack.completed) console.warn("fenced out: nothing of", rolledBack.value, "landed");
- * ```
- */
-export interface TransactionCompletion<T> {
-  /**
-   * True: DONE was committed together with the body's writes. False: the fence was stale
-   * (another delivery reclaimed the key) and the transaction was rolled back; nothing landed.
-   */
-  readonly completed: boolean;
-  /** What the body returned (its last run, on a store that may run it more than once). */
-  readonly value: T;
-}
-
-/**
- * A {@link LockBackend} that can complete a claim inside a transaction of its store, together
- * with the caller's own writes: what {@link lockInTransaction} needs. `Tx` is the store's own
- * transaction handle (a pg `PoolClient`, a Firestore `Transaction`, …). SqlLock, DatastoreLock
- * and FirestoreLock implement it; implement it to offer the same on your own store, and run
- * the contract suite with a `transactional` adapter to check it.
- *
- * @example
- * ```ts
- * import type { Claim, TransactionalLockBackend, TransactionCompletion } from "gcp-pubsub-idempotency";
- *
- * interface MyTx { put(table: string, row: object): void }
- * declare const base: Omit<TransactionalLockBackend<MyTx>, "completeInTransaction">;
- * declare function inMyStore<T>(run: (tx: MyTx) => Promise<T>): Promise<T>;
- * declare function completeIn(tx: MyTx, claim: Claim): Promise<boolean>;
- *
- * const backend: TransactionalLockBackend<MyTx> = {
- *   ...base,
- *   async completeInTransaction<T>(claim: Claim, body: (tx: MyTx) => Promise<T>) {
- *     let outcome: TransactionCompletion<T> | undefined;
- *     // A real backend rolls back when completeIn answers false (fenced out).
- *     await inMyStore(async (tx) => {
- *       const value = await body(tx);
- *       outcome = { completed: await completeIn(tx, claim), value };
- *     });
- *     return outcome!;
- *   },
- * };
- * ```
- */
-export interface TransactionalLockBackend<Tx> extends LockBackend {
-  /**
-   * Open a transaction, run `body` with its handle, then in that same transaction complete
-   * `claim` (claimed → done only while the fence matches) and commit: the body's writes and
-   * DONE land together. A stale fence rolls back and resolves `completed: false`. A body that
-   * throws rolls back and rejects with its error as thrown; a failed begin, complete or commit
-   * rolls back and rejects (a `BackendError`). It never releases the claim: the verb does.
-   */
-  completeInTransaction<T>(
-    claim: Claim,
-    body: (tx: Tx) => Promise<T>,
-  ): Promise<TransactionCompletion<T>>;
-}
-
-/**
- * The transaction handle a backend hands to {@link lockInTransaction}'s body: `TransactionOf<typeof backend>`.
- *
- * @example
- * ```ts
- * import pg from "pg";
- * import type { TransactionOf } from "gcp-pubsub-idempotency";
- * import { SqlLock } from "gcp-pubsub-idempotency/sql";
- *
- * const backend = new SqlLock({ client: new pg.Pool() });
- * async function insertOrder(tx: TransactionOf<typeof backend>, id: string): Promise<void> {
- *   await tx.query("INSERT INTO orders (id) VALUES ($1)", [id]); // tx is a pg PoolClient
- * }
- * ```
- */
-export type TransactionOf<B> = B extends TransactionalLockBackend<infer Tx> ? Tx : never;
 
 /**
  * Options of {@link lockInTransaction}: those of {@link LockOptions}, with a backend that

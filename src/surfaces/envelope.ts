@@ -5,7 +5,43 @@
 // formats (push-formats.ts) reuse those readers through the internal exports below.
 import { Buffer } from "node:buffer";
 import { MalformedMessage } from "../core/errors.js";
-import type { CloudEventAttributes } from "./cloud-event-attributes.js";
+
+/**
+ * The attributes of a CloudEvent that reached {@link idempotentHttp} over HTTP (binary or
+ * structured mode), as {@link ParsedMessage.event}. Frozen.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type CloudEventAttributes } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (message) => {
+ *   const event: CloudEventAttributes | undefined = message.event;
+ *   if (event?.type === "google.cloud.storage.object.v1.finalized") {
+ *     console.log(event.subject, message.json<{ name: string }>().name);
+ *   }
+ * });
+ * ```
+ */
+export interface CloudEventAttributes {
+  /** Always `1.0`: the only version the gateway reads. */
+  readonly specversion: string;
+  /** Unique within `source`. */
+  readonly id: string;
+  /** Who produced the event, a URI reference such as `//storage.googleapis.com/projects/_/buckets/b`. */
+  readonly source: string;
+  /** What happened, such as `google.cloud.storage.object.v1.finalized`. */
+  readonly type: string;
+  /** The media type of the data: the `content-type` header in binary mode. */
+  readonly datacontenttype?: string;
+  /** The schema the data adheres to. */
+  readonly dataschema?: string;
+  /** What the event is about within `source`, such as `objects/report.csv`. */
+  readonly subject?: string;
+  /** When it happened, RFC 3339. */
+  readonly time?: string;
+  /** Every other attribute (Eventarc's `bucket`, `methodname`, `traceparent`, …) as text. */
+  readonly extensions: Readonly<Record<string, string>>;
+}
 
 /**
  * The CloudEvent type Pub/Sub (through Eventarc or functions-framework) delivers;

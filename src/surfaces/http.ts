@@ -20,25 +20,13 @@ import {
 import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
 import {
   defaultMessageKey,
+  type HttpHeadersLike,
   missingKeyReason,
   type PushFormat,
   READ_AS,
   readPushRequest,
   salvagedRef,
 } from "./push-formats.js";
-
-/**
- * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`
- * fits it.
- *
- * @example
- * ```ts
- * import type { HttpHeadersLike } from "gcp-pubsub-idempotency";
- *
- * const headers: HttpHeadersLike = { "content-type": "application/json" };
- * ```
- */
-export type HttpHeadersLike = Readonly<Record<string, string | string[] | undefined>>;
 
 /**
  * The least of a request {@link idempotentHttp} reads: functions-framework, Express and

@@ -1,11 +1,8 @@
 export { idempotent } from "./cloud-event.js";
-export {
-  type CloudEventAttributes,
-  cloudEventKey,
-  cloudEventSourceIdKey,
-} from "./cloud-event-attributes.js";
+export { cloudEventKey, cloudEventSourceIdKey } from "./cloud-event-attributes.js";
 export type { RequestTimeoutOptions } from "./deadline.js";
 export {
+  type CloudEventAttributes,
   type CloudEventLike,
   cloudEventMessageId,
   MESSAGE_PUBLISHED_TYPE,
@@ -20,7 +17,6 @@ export {
 export {
   DEFAULT_MAX_BODY_BYTES,
   type HttpGatewayOptions,
-  type HttpHeadersLike,
   type HttpRequestLike,
   type HttpResponseLike,
   idempotentHttp,
@@ -36,6 +32,7 @@ export {
 export { idempotentMessage } from "./pull.js";
 export {
   defaultMessageKey,
+  type HttpHeadersLike,
   type PushRequestHeaders,
   parsePushRequest,
   TRANSPORT_HEADERS,

@@ -34,9 +34,8 @@ import {
   type lockInTransaction,
   runInTransactionObserved,
   type TransactionalBody,
-  type TransactionalLockBackend,
 } from "../core/transaction.js";
-import type { GuardedBody, LockOptions, Logger } from "../core/types.js";
+import type { GuardedBody, LockOptions, Logger, TransactionalLockBackend } from "../core/types.js";
 import {
   assertFunction,
   assertValidKey,

@@ -13,12 +13,12 @@ import { MalformedMessage } from "../core/errors.js";
 import type { MessageRef } from "../core/logger.js";
 import {
   ATTRIBUTE_NAME,
-  type CloudEventAttributes,
   checkedAttributes,
   cloudEventSourceIdKey,
   cloudEventStringFlaw,
 } from "./cloud-event-attributes.js";
 import {
+  type CloudEventAttributes,
   decodeBase64,
   fail,
   fromEnvelopeObject,
@@ -32,7 +32,19 @@ import {
   type ParsedMessage,
   shown,
 } from "./envelope.js";
-import type { HttpHeadersLike } from "./http.js";
+
+/**
+ * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`
+ * fits it.
+ *
+ * @example
+ * ```ts
+ * import type { HttpHeadersLike } from "gcp-pubsub-idempotency";
+ *
+ * const headers: HttpHeadersLike = { "content-type": "application/json" };
+ * ```
+ */
+export type HttpHeadersLike = Readonly<Record<string, string | string[] | undefined>>;
 
 /**
  * The parts of a request {@link parsePushRequest} reads besides the body: the headers, and

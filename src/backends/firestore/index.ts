@@ -6,12 +6,8 @@
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
-import type {
-  lockInTransaction,
-  TransactionalLockBackend,
-  TransactionCompletion,
-} from "../../core/transaction.js";
-import type { Claim } from "../../core/types.js";
+import type { lockInTransaction } from "../../core/transaction.js";
+import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/types.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";

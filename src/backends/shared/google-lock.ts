@@ -1,7 +1,6 @@
 // The LockBackend calls DatastoreLock, FirestoreLock and SpannerLock share: each one handed to
 // the lock's record engine (google-records.ts). The engine sits in a module-private WeakMap,
 // not in a field, so its type never reaches the locks' public declarations.
-import type { TransactionalLockBackend, TransactionCompletion } from "../../core/transaction.js";
 import type {
   Claim,
   ClaimOutcome,
@@ -9,6 +8,8 @@ import type {
   InspectedRecord,
   LockBackend,
   PurgeOptions,
+  TransactionalLockBackend,
+  TransactionCompletion,
 } from "../../core/types.js";
 import type { GoogleLockSetup } from "./google.js";
 import { GoogleRecords, type RecordIo } from "./google-records.js";

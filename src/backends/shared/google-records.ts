@@ -1,5 +1,4 @@
 import { type RetryPolicy, withRetry } from "../../core/retry.js";
-import type { TransactionCompletion } from "../../core/transaction.js";
 import {
   claimTransition,
   clockFence,
@@ -17,6 +16,7 @@ import type {
   ForceReleaseOutcome,
   InspectedRecord,
   PurgeOptions,
+  TransactionCompletion,
 } from "../../core/types.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { isGoogleTransient, type LazyClient, newToken } from "./google.js";

@@ -4,7 +4,7 @@
  * `SqlLock` keeps validation, retries, error wrapping and the row → outcome mapping; the
  * dialect knows its driver's calls, its parameters and its round trips.
  */
-import type { SqlClient, SqlDialect } from "./index.js";
+import type { SqlClient, SqlDialect } from "./types.js";
 
 /** A record as a claim statement returns it; SqlLock turns it into a ClaimOutcome. */
 export interface SqlRow {

@@ -8,11 +8,7 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
 import { type RetryPolicy, withRetry } from "../../core/retry.js";
-import type {
-  lockInTransaction,
-  TransactionalLockBackend,
-  TransactionCompletion,
-} from "../../core/transaction.js";
+import type { lockInTransaction } from "../../core/transaction.js";
 import { forceReleaseTransition, type LockRecord } from "../../core/transitions.js";
 import type {
   Claim,
@@ -20,6 +16,8 @@ import type {
   ForceReleaseOutcome,
   InspectedRecord,
   PurgeOptions,
+  TransactionalLockBackend,
+  TransactionCompletion,
 } from "../../core/types.js";
 import {
   assertFencingId,
@@ -35,20 +33,13 @@ import { purgeInBatches } from "../shared/purge.js";
 import { callStore, callStoreWithBody } from "../shared/store-call.js";
 import { type ConnectionGate, gateFor } from "./connection-gate.js";
 import type { Dialect, DialectSession, OpenTransaction } from "./dialect.js";
-import {
-  type MysqlPoolConnectionLike,
-  type MysqlPoolLike,
-  type MysqlQueryable,
-  mysql,
-} from "./mysql/dialect.js";
-import {
-  type PgPoolClientLike,
-  type PgPoolLike,
-  type PgQueryable,
-  type PgResultLike,
-  postgres,
-} from "./postgres/dialect.js";
-import { type SqliteDatabaseLike, type SqliteStatementLike, sqlite } from "./sqlite/dialect.js";
+import type { MysqlPoolConnectionLike, MysqlPoolLike, MysqlQueryable } from "./mysql/client.js";
+import { mysql } from "./mysql/dialect.js";
+import type { PgPoolClientLike, PgPoolLike, PgQueryable, PgResultLike } from "./postgres/client.js";
+import { postgres } from "./postgres/dialect.js";
+import type { SqliteDatabaseLike, SqliteStatementLike } from "./sqlite/client.js";
+import { sqlite } from "./sqlite/dialect.js";
+import type { SqlClient, SqlDialect } from "./types.js";
 
 export type {
   MysqlPoolConnectionLike,
@@ -58,40 +49,11 @@ export type {
   PgPoolLike,
   PgQueryable,
   PgResultLike,
+  SqlClient,
+  SqlDialect,
   SqliteDatabaseLike,
   SqliteStatementLike,
 };
-
-/**
- * The SQL dialects {@link SqlLock} speaks: PostgreSQL (pg; also AlloyDB), MySQL/MariaDB
- * (mysql2) and SQLite (better-sqlite3). Detected from the client when not given.
- *
- * @example
- * ```ts
- * import pg from "pg";
- * import { type SqlDialect, SqlLock } from "gcp-pubsub-idempotency/sql";
- *
- * const dialect: SqlDialect = "postgres";
- * const backend = new SqlLock({ client: new pg.Pool(), dialect });
- * ```
- */
-export type SqlDialect = "postgres" | "mysql" | "sqlite";
-
-/**
- * Any client SqlLock accepts: a pg `Pool` or `Client`, a mysql2/promise `Pool`, or a
- * better-sqlite3 `Database`. SqlLock never closes it: the client is yours.
- *
- * @example
- * ```ts
- * import Database from "better-sqlite3";
- * import mysql from "mysql2/promise";
- * import pg from "pg";
- * import type { SqlClient } from "gcp-pubsub-idempotency/sql";
- *
- * const clients: SqlClient[] = [new pg.Pool(), mysql.createPool({}), new Database(":memory:")];
- * ```
- */
-export type SqlClient = PgQueryable | MysqlQueryable | SqliteDatabaseLike;
 
 /**
  * The transaction handle {@link lockInTransaction}'s body gets from a `SqlLock` over client

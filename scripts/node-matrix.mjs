@@ -154,12 +154,42 @@ for (const major of majors) {
   }
   log(`Node ${version} (ABI ${abi}), SQLite ${sqlite} from ${binding}`);
   const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
-  const run = spawnSync(bin, [vitest, "run", ...selection()], { cwd: root, env, stdio: "inherit" });
+  const run = spawnSync(bin, [vitest, "run", ...selection()], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  const output = `${run.stdout ?? ""}${run.stderr ?? ""}`;
+  process.stdout.write(run.stdout ?? "");
+  process.stderr.write(run.stderr ?? "");
   const seconds = Math.round((Date.now() - started) / 1000);
   log(`Node ${version}: exit ${run.status ?? run.signal} in ${seconds} s`);
-  if (run.status !== 0 && exitCode === 0) exitCode = run.status ?? 1;
+  if (run.status !== 0 && knownTeardownAbort(output)) {
+    log(
+      `Node ${version}: KNOWN TEARDOWN ABORT, not counted: every test passed, then a vitest worker died at exit in better-sqlite3 12's Statement destructor (node::RemoveEnvironmentCleanupHook, "(env) != nullptr"), the Node 24 bug better-sqlite3 13 fixes (WiseLibs/better-sqlite3#1515). Issue 31 moves Node 24 to better-sqlite3 13; until then this one signature, and only with no failed test, is reported instead of failing the run.`,
+    );
+  } else if (run.status !== 0 && exitCode === 0) exitCode = run.status ?? 1;
 }
 process.exit(exitCode);
+
+/**
+ * True only for the one upstream crash the matrix tolerates: no test failed, exactly one error,
+ * a worker that exited unexpectedly, and the better-sqlite3 Statement destructor's assertion.
+ */
+function knownTeardownAbort(output) {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest colours its summary
+  const text = output.replace(/\u001b\[[0-9;]*m/g, "");
+  return (
+    /Tests\s+\d+ passed/.test(text) &&
+    !/Tests\s+[^\n]*\d+ failed/.test(text) &&
+    /Errors\s+1 error/.test(text) &&
+    text.includes("Worker exited unexpectedly") &&
+    text.includes("RemoveEnvironmentCleanupHook") &&
+    text.includes("Assertion failed: (env) != nullptr") &&
+    /Statement::~Statement\(\) \[[^\]]*better_sqlite3\.node\]/.test(text)
+  );
+}
 
 /** The arguments of package.json's test:matrix-selection after `vitest run`. */
 function selection() {

@@ -313,6 +313,20 @@ describe("hostile push headers over real sockets", () => {
       })),
   );
 
+  /**
+   * Header values as an HTTP server hands them on: leading and trailing spaces and tabs are
+   * not part of a field value (RFC 9110 §5.5), so `"! "` arrives as `"!"` (a random seed
+   * found that case on 4 December).
+   */
+  const asDelivered = (headers: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(headers).map(([name, value]) => {
+        const trim = (v: unknown) =>
+          typeof v === "string" ? v.replace(/^[\t ]+|[\t ]+$/g, "") : v;
+        return [name, Array.isArray(value) ? value.map(trim) : trim(value)];
+      }),
+    );
+
   let sequence = 0;
   function post(url: string, headers: Record<string, string | string[]>, body: Buffer | string) {
     return new Promise<number>((resolve, reject) => {
@@ -338,7 +352,7 @@ describe("hostile push headers over real sockets", () => {
       if (mount === "express json") {
         outcome.statuses = outcome.statuses.map((s) => (s === 415 ? 400 : s));
       }
-      checkOutcome(outcome, headers);
+      checkOutcome(outcome, asDelivered(headers));
     });
     it(`${mount}: fixed seed, then a random seed for ${RANDOM_MS / 3000} s`, async () => {
       await fc.assert(property, { numRuns: 40, seed: SEED });

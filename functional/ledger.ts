@@ -40,19 +40,13 @@ export interface LedgerInput {
 }
 
 export interface Ledger {
-  readonly bodyRuns: number;
-  /** Body runs that ended in a crash or a release: the runs a redelivery may repeat. */
+  /** Body runs whose worker died before their complete: the runs a redelivery may repeat. */
   readonly runsAbandoned: number;
-  readonly runsReleased: number;
-  readonly sends: number;
+  /** Every POST the supplier received for these orders. */
   readonly arrivals: number;
-  /** Arrivals beyond the first of each order. */
-  readonly resends: number;
   readonly sendsAbandoned: number;
-  readonly sendsReleased: number;
   /** Orders that a dead worker had sent and a later worker sent again. */
   readonly ordersResentAfterCrash: number;
-  readonly wins: number;
   readonly reclaimsAfterRelease: number;
   readonly reclaimsAfterLapse: number;
   readonly violations: string[];
@@ -114,12 +108,10 @@ export function ledger({
   }
 
   // Each order: every arrival beyond the first is a send that ended in a crash or a release.
-  let resends = 0;
   let ordersResentAfterCrash = 0;
   for (const [order, arrived] of arrivals) {
     const c = sends.get(order) ?? { completed: 0, released: 0, abandoned: 0, fenced: 0, open: 0 };
     const sent = sum(Object.values(c));
-    resends += Math.max(0, arrived - 1);
     if (arrived > sent)
       violations.push(`${order}: ${arrived} arrivals at the supplier, ${sent} sends recorded`);
     const explained = c.abandoned + c.released;
@@ -139,12 +131,10 @@ export function ledger({
       winsByKey.set(e.key, [...(winsByKey.get(e.key) ?? []), e.fence]);
     if (e.kind === "release") released.add(`${e.key}#${e.fence}`);
   }
-  let wins = 0;
   let reclaimsAfterRelease = 0;
   let reclaimsAfterLapse = 0;
   for (const [key, fences] of winsByKey) {
     fences.sort((a, b) => a - b);
-    wins += fences.length;
     for (let i = 1; i < fences.length; i++) {
       const previous = fences[i - 1] as number;
       if (fences[i] === previous) violations.push(`${key}: two wins with fence ${previous}`);
@@ -153,19 +143,13 @@ export function ledger({
     }
   }
 
-  const all = (map: Map<string, Record<Ending, number>>, ending?: Ending) =>
-    sum([...map.values()].map((c) => (ending ? c[ending] : sum(Object.values(c)))));
+  const all = (map: Map<string, Record<Ending, number>>, ending: Ending) =>
+    sum([...map.values()].map((c) => c[ending]));
   return {
-    bodyRuns: all(runs),
     runsAbandoned: all(runs, "abandoned"),
-    runsReleased: all(runs, "released"),
-    sends: all(sends),
     arrivals: sum(arrivals.values()),
-    resends,
     sendsAbandoned: all(sends, "abandoned"),
-    sendsReleased: all(sends, "released"),
     ordersResentAfterCrash,
-    wins,
     reclaimsAfterRelease,
     reclaimsAfterLapse,
     violations,

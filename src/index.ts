@@ -25,29 +25,31 @@ export {
   UnkeyedMessage,
 } from "./core/errors.js";
 export { jsonLogger } from "./core/logger.js";
+export type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+  TransactionalLockBackend,
+  TransactionCompletion,
+  TransactionOf,
+} from "./core/port.js";
 export {
   lockInTransaction,
   type TransactionalBody,
   type TransactionalLockOptions,
 } from "./core/transaction.js";
 export type {
-  Claim,
-  ClaimOutcome,
-  ForceReleaseOutcome,
   GuardedBody,
   HeartbeatOptions,
-  InspectedRecord,
-  LockBackend,
   LockOptions,
   LogFields,
   Logger,
-  PurgeOptions,
   TelemetryMeterProvider,
   TelemetryOptions,
   TelemetryTracerProvider,
-  TransactionalLockBackend,
-  TransactionCompletion,
-  TransactionOf,
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs.js";

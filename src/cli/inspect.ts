@@ -1,6 +1,6 @@
 // `inspect KEY...`: each key's record as the store holds it, judged by the store's own clock.
 
-import type { InspectedRecord, LockBackend } from "../core/types.js";
+import type { InspectedRecord, LockBackend } from "../core/port.js";
 import { assertValidKey } from "../core/validate.js";
 import { COMMON_OPTIONS, type Command, EXIT, flag } from "./args.js";
 import { type CliIo, formatMoment, shownKey, table, writeJson } from "./output.js";

@@ -1,7 +1,7 @@
 // `release KEY`: free a stuck claim. Shows the record, asks, then force-releases it at the fence
 // shown, so a claim that moved on in between is left alone; a done record is never released.
 import { DEFAULT_TTL_MS } from "../core/constants.js";
-import type { ForceReleaseOutcome, InspectedRecord } from "../core/types.js";
+import type { ForceReleaseOutcome, InspectedRecord } from "../core/port.js";
 import { assertValidKey } from "../core/validate.js";
 import {
   COMMON_OPTIONS,

@@ -1,7 +1,7 @@
 // The backend a command works on, from a URL: which store (a pure parse, checked once), and
 // then the store itself, with its driver loaded only when that store is named.
 import { importPeer, isMissingPackage, missingPeerText } from "../core/peer.js";
-import type { LockBackend } from "../core/types.js";
+import type { LockBackend } from "../core/port.js";
 import { type ParsedArgs, shown, UsageError } from "./args.js";
 import { shownKey } from "./output.js";
 

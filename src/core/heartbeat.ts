@@ -2,7 +2,8 @@ import { DEFAULT_MAX_HOLD_MS } from "./constants.js";
 import { isArraySafe } from "./describe.js";
 import { InvalidConfiguration } from "./errors.js";
 import { deliveryFields, errorText, type MessageRef } from "./logger.js";
-import type { Claim, LockBackend, Logger } from "./types.js";
+import type { Claim, LockBackend } from "./port.js";
+import type { Logger } from "./types.js";
 import { assertPositiveMs, describe, knownOptions, readOptions, readProperty } from "./validate.js";
 
 const HEARTBEAT_OPTION_NAMES = ["everyMs", "maxHoldMs"] as const;

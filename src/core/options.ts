@@ -2,8 +2,9 @@ import { DEFAULT_LEASE_MS } from "./constants.js";
 import { InvalidConfiguration } from "./errors.js";
 import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
 import { guardLogger, jsonLogger, type MessageRef } from "./logger.js";
+import type { LockBackend, TransactionalLockBackend } from "./port.js";
 import { resolveTelemetry, type TelemetrySettings } from "./telemetry.js";
-import type { LockBackend, Logger, TransactionalLockBackend } from "./types.js";
+import type { Logger } from "./types.js";
 import {
   assertNonNegativeMs,
   assertPositiveMs,

@@ -15,10 +15,8 @@ import type {
 import { isArraySafe } from "./describe.js";
 import { InvalidConfiguration } from "./errors.js";
 import { errorText } from "./logger.js";
+import type { Claim, ClaimOutcome, LockBackend } from "./port.js";
 import type {
-  Claim,
-  ClaimOutcome,
-  LockBackend,
   LogFields,
   Logger,
   TelemetryMeterProvider,

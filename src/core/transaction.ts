@@ -3,13 +3,9 @@
 import { Duplicate, InProgress } from "./errors.js";
 import { deliveryFields } from "./logger.js";
 import { type ResolvedLockOptions, resolveLockOptions, transactionalBackend } from "./options.js";
+import type { Claim, TransactionalLockBackend, TransactionCompletion } from "./port.js";
 import type { Observation } from "./telemetry.js";
-import type {
-  Claim,
-  LockOptions,
-  TransactionalLockBackend,
-  TransactionCompletion,
-} from "./types.js";
+import type { LockOptions } from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
 import {
   claimWithin,

@@ -5,7 +5,7 @@
  * keep only their I/O around these; RedisLock's Lua scripts and SqlLock's statements encode
  * the same rows in their own language and name them, with these row names, in their headers.
  */
-import type { Claim, ClaimOutcome, ForceReleaseOutcome, InspectedRecord } from "./types.js";
+import type { Claim, ClaimOutcome, ForceReleaseOutcome, InspectedRecord } from "./port.js";
 
 /** One record per key, as every store keeps it; times are epoch ms in the backend's clock. */
 export interface LockRecord {

@@ -2,6 +2,7 @@ import { Duplicate, InProgress } from "./errors.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { deliveryFields, errorText } from "./logger.js";
 import { backendName, type ResolvedLockOptions, resolveLockOptions } from "./options.js";
+import type { Claim, ClaimOutcome } from "./port.js";
 import { type Backoff, backoffDelay, sleep } from "./retry.js";
 import {
   loadTelemetryApi,
@@ -10,7 +11,7 @@ import {
   observedBackend,
   telemetryApiSettled,
 } from "./telemetry.js";
-import type { Claim, ClaimOutcome, GuardedBody, LockOptions } from "./types.js";
+import type { GuardedBody, LockOptions } from "./types.js";
 import { assertFunction, assertValidKey } from "./validate.js";
 
 export type Verb = "lock" | "mutex";

@@ -21,6 +21,7 @@ import {
   transactionalBackend,
 } from "../core/options.js";
 import { reportPeerLoading } from "../core/peer.js";
+import type { TransactionalLockBackend } from "../core/port.js";
 import {
   type DeliveryTrace,
   loadTelemetryApi,
@@ -35,7 +36,7 @@ import {
   runInTransactionObserved,
   type TransactionalBody,
 } from "../core/transaction.js";
-import type { GuardedBody, LockOptions, Logger, TransactionalLockBackend } from "../core/types.js";
+import type { GuardedBody, LockOptions, Logger } from "../core/types.js";
 import {
   assertFunction,
   assertValidKey,

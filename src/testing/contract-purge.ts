@@ -1,7 +1,7 @@
 // The purgeExpired case of the backend contract: a purge deletes exactly the records past their
 // expiresAt (docs/state-machine.md, rows purge.expired and purge.kept) and nothing live.
 import { MAX_LEASE_MS } from "../core/constants.js";
-import type { Claim, ClaimOutcome } from "../core/types.js";
+import type { Claim, ClaimOutcome } from "../core/port.js";
 import type { BackendWith, OptionalMethod } from "./contract-skip.js";
 import { expect } from "./expect.js";
 

@@ -1,7 +1,7 @@
 // How a contract case that does not apply to a backend is reported: skipped by the runner
 // (vitest's `context.skip`, node:test's `t.skip`), never passed. A case declares the optional
 // methods it needs; the suite checks them on the backend it creates for the case.
-import type { LockBackend } from "../core/types.js";
+import type { LockBackend } from "../core/port.js";
 
 /** The optional {@link LockBackend} methods a contract case can need. */
 export type OptionalMethod = "renew" | "purgeExpired" | "inspect" | "forceRelease";

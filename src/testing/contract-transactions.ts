@@ -1,8 +1,10 @@
 // The lockInTransaction cases of the backend contract: the business write and DONE land
 // together or not at all, on every backend that offers completeInTransaction; a backend
 // without it is refused before any I/O.
+
+import type { LockBackend, TransactionalLockBackend } from "../core/port.js";
 import { lockInTransaction } from "../core/transaction.js";
-import type { LockBackend, LogFields, Logger, TransactionalLockBackend } from "../core/types.js";
+import type { LogFields, Logger } from "../core/types.js";
 import { expect } from "./expect.js";
 
 /**

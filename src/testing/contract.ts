@@ -2,7 +2,7 @@
 // hostile keys, asserted through the port alone on a real store. One file over 350 lines
 // because it is one suite: its cases share the target, the warm-up and the lease sizing.
 import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "../core/constants.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../core/types.js";
+import type { Claim, ClaimOutcome, LockBackend } from "../core/port.js";
 import { lock, mutex } from "../core/verbs.js";
 import { describePurgeCase } from "./contract-purge.js";
 import {

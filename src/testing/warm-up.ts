@@ -1,4 +1,4 @@
-import type { LockBackend } from "../core/types.js";
+import type { LockBackend } from "../core/port.js";
 
 /**
  * Options of {@link warmUpBackend}.

@@ -4,7 +4,7 @@
 // response was lost, a write slower than its lease, and the RPCs each verb costs.
 import { beforeAll, expect, it } from "vitest";
 import { InProgress } from "../../src/core/errors.js";
-import type { Claim, LockBackend } from "../../src/core/types.js";
+import type { Claim, LockBackend } from "../../src/core/port.js";
 import { lock } from "../../src/core/verbs.js";
 import { warmUpBackend } from "../../src/testing/index.js";
 import { won } from "../support/claims.js";

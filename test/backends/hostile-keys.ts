@@ -10,7 +10,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MAX_KEY_BYTES } from "../../src/core/constants.js";
-import type { LockBackend } from "../../src/core/types.js";
+import type { LockBackend } from "../../src/core/port.js";
 import { lock } from "../../src/core/verbs.js";
 import { silentLogger } from "../support/logger.js";
 

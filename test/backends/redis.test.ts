@@ -7,7 +7,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock, type RedisScriptClient } from "../../src/backends/redis/index.js";
 import { MAX_LEASE_MS, MAX_TTL_MS } from "../../src/core/constants.js";
-import type { Claim } from "../../src/core/types.js";
+import type { Claim } from "../../src/core/port.js";
 import { won } from "../support/claims.js";
 import { freePort } from "../support/net.js";
 import {

@@ -9,7 +9,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { SqlLock } from "../../src/backends/sql/index.js";
 import { BackendError, InvalidConfiguration } from "../../src/core/errors.js";
-import type { Claim } from "../../src/core/types.js";
+import type { Claim } from "../../src/core/port.js";
 import { lock } from "../../src/core/verbs.js";
 import { won } from "../support/claims.js";
 import { silentLogger } from "../support/logger.js";

@@ -2,7 +2,7 @@
 // inspect a done, a held and an absent key; release a held key and see the next claim win at
 // fence + 2; refuse to release a done key; purge with a count. Written once, run per store.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LockBackend } from "../../src/core/types.js";
+import type { LockBackend } from "../../src/core/port.js";
 import { won } from "../support/claims.js";
 import { type BuiltCli, buildCli } from "../support/cli.js";
 

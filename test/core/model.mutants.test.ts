@@ -2,6 +2,7 @@
 // breaks one row of the transition table, and the model must find it and print a readable
 // counterexample. A model that passes everything proves nothing (as the SPIN mutants, model/).
 import { describe, expect, it } from "vitest";
+import type { Claim, ClaimOutcome, LockBackend } from "../../src/core/port.js";
 import {
   claimTransition,
   clockFence,
@@ -11,7 +12,6 @@ import {
   releaseTransition,
   renewTransition,
 } from "../../src/core/transitions.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../src/core/types.js";
 import { createFakeClock, type FakeClock } from "../../src/testing/index.js";
 import { checkAgainstTable } from "../support/model-run.js";
 

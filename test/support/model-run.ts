@@ -16,6 +16,7 @@
 // Test files only: it imports no test runner, and asserts with node:assert.
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import type { Claim, ClaimOutcome, LockBackend } from "../../src/core/port.js";
 import {
   claimTransition,
   completeTransition,
@@ -25,7 +26,6 @@ import {
   type Transition,
   unlessLapsed,
 } from "../../src/core/transitions.js";
-import type { Claim, ClaimOutcome, LockBackend } from "../../src/core/types.js";
 import { warmUpBackend } from "../../src/testing/warm-up.js";
 
 /** A backend under the model, with its store's short lease and ttl. */

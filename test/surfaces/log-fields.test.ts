@@ -3,7 +3,8 @@
 // in that order, and leaves out what the message lacks instead of writing undefined.
 import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
-import type { Claim, LockBackend, LogFields } from "../../src/core/types.js";
+import type { Claim, LockBackend } from "../../src/core/port.js";
+import type { LogFields } from "../../src/core/types.js";
 import {
   type HttpRequestLike,
   type HttpResponseLike,

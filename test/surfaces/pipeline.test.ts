@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InvalidConfiguration } from "../../src/core/errors.js";
-import type { ClaimOutcome } from "../../src/core/types.js";
+import type { ClaimOutcome } from "../../src/core/port.js";
 import { lock } from "../../src/core/verbs.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
 import { gatewayDisabled, resetDisabledWarning } from "../../src/surfaces/pipeline.js";

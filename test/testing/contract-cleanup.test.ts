@@ -4,7 +4,7 @@
 // test/backends/sql.contract.test.ts; node:test's `after` in node-test-runner.test.ts.
 import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
-import type { LockBackend } from "../../src/core/types.js";
+import type { LockBackend } from "../../src/core/port.js";
 import {
   type BackendContractTarget,
   createFakeClock,

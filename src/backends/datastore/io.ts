@@ -1,8 +1,8 @@
 // How DatastoreLock reads and writes records: key names, entities, lookups, inserts and
 // transactions. What to write is the transition table's (core/transitions.ts) to decide.
 
+import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
 import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
-import type { ClaimOutcome, TransactionCompletion } from "../../core/types.js";
 import { conditionalWrite, fromStored, GRPC, toStored } from "../shared/google.js";
 import type { RecordIo, Retrying } from "../shared/google-records.js";
 import type { PurgeBatch } from "../shared/purge.js";

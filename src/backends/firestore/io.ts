@@ -1,8 +1,8 @@
 // How FirestoreLock reads and writes records: document ids, reads, creates and updates under
 // a last-update-time precondition. What to write is the transition table's to decide.
 import { InvalidConfiguration } from "../../core/errors.js";
+import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
 import { type Decide, purgeTransition } from "../../core/transitions.js";
-import type { ClaimOutcome, TransactionCompletion } from "../../core/types.js";
 import { conditionalWrite, fromStored, GRPC, grpcCode, toStored } from "../shared/google.js";
 import type { RecordIo, Retrying } from "../shared/google-records.js";
 import type { PurgeBatch } from "../shared/purge.js";

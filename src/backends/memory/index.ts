@@ -1,5 +1,13 @@
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { InvalidConfiguration } from "../../core/errors.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+} from "../../core/port.js";
 import {
   claimTransition,
   completeTransition,
@@ -11,14 +19,6 @@ import {
   renewTransition,
   type Transition,
 } from "../../core/transitions.js";
-import type {
-  Claim,
-  ClaimOutcome,
-  ForceReleaseOutcome,
-  InspectedRecord,
-  LockBackend,
-  PurgeOptions,
-} from "../../core/types.js";
 import {
   assertFencingId,
   assertPositiveMs,

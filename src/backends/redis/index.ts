@@ -14,7 +14,7 @@ import type {
   ForceReleaseOutcome,
   InspectedRecord,
   LockBackend,
-} from "../../core/types.js";
+} from "../../core/port.js";
 import {
   assertFencingId,
   assertPositiveMs,

@@ -10,7 +10,7 @@ import type {
   PurgeOptions,
   TransactionalLockBackend,
   TransactionCompletion,
-} from "../../core/types.js";
+} from "../../core/port.js";
 import type { GoogleLockSetup } from "./google.js";
 import { GoogleRecords, type RecordIo } from "./google-records.js";
 

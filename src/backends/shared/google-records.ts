@@ -1,3 +1,11 @@
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  PurgeOptions,
+  TransactionCompletion,
+} from "../../core/port.js";
 import { type RetryPolicy, withRetry } from "../../core/retry.js";
 import {
   claimTransition,
@@ -10,14 +18,6 @@ import {
   renewTransition,
   unlessLapsed,
 } from "../../core/transitions.js";
-import type {
-  Claim,
-  ClaimOutcome,
-  ForceReleaseOutcome,
-  InspectedRecord,
-  PurgeOptions,
-  TransactionCompletion,
-} from "../../core/types.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { isGoogleTransient, type LazyClient, newToken } from "./google.js";
 import { type PurgeBatch, purgeInBatches } from "./purge.js";

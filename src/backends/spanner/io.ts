@@ -2,13 +2,13 @@
 // (read.sql) taking Spanner's clock with the record, its write a buffered mutation sent with
 // the commit. What to write is the transition table's to decide (core/transitions.ts).
 
+import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
 import {
   type Decide,
   type LockRecord,
   purgeTransition,
   unlessLapsed,
 } from "../../core/transitions.js";
-import type { ClaimOutcome, TransactionCompletion } from "../../core/types.js";
 import type { RecordIo, Retrying } from "../shared/google-records.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";

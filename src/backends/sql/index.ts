@@ -7,9 +7,6 @@
 import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
-import { type RetryPolicy, withRetry } from "../../core/retry.js";
-import type { lockInTransaction } from "../../core/transaction.js";
-import { forceReleaseTransition, type LockRecord } from "../../core/transitions.js";
 import type {
   Claim,
   ClaimOutcome,
@@ -18,7 +15,10 @@ import type {
   PurgeOptions,
   TransactionalLockBackend,
   TransactionCompletion,
-} from "../../core/types.js";
+} from "../../core/port.js";
+import { type RetryPolicy, withRetry } from "../../core/retry.js";
+import type { lockInTransaction } from "../../core/transaction.js";
+import { forceReleaseTransition, type LockRecord } from "../../core/transitions.js";
 import {
   assertFencingId,
   assertPositiveMs,

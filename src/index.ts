@@ -36,11 +36,6 @@ export type {
   TransactionCompletion,
   TransactionOf,
 } from "./core/port.js";
-export {
-  lockInTransaction,
-  type TransactionalBody,
-  type TransactionalLockOptions,
-} from "./core/transaction.js";
 export type {
   GuardedBody,
   HeartbeatOptions,
@@ -52,7 +47,12 @@ export type {
   TelemetryTracerProvider,
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
-export { lock, mutex } from "./core/verbs.js";
+export { lock, mutex } from "./core/verbs/lock.js";
+export {
+  lockInTransaction,
+  type TransactionalBody,
+  type TransactionalLockOptions,
+} from "./core/verbs/transaction.js";
 export * from "./surfaces/index.js";
 export {
   createPushVerifier,

@@ -1,9 +1,9 @@
 import { DEFAULT_LEASE_MS } from "./constants.js";
+import { type HeartbeatPlan, planHeartbeat } from "./engine/heartbeat.js";
 import { InvalidConfiguration } from "./errors.js";
-import { type HeartbeatPlan, planHeartbeat } from "./heartbeat.js";
-import { guardLogger, jsonLogger, type MessageRef } from "./logger.js";
+import { guardLogger, jsonLogger } from "./logger.js";
 import type { LockBackend, TransactionalLockBackend } from "./port.js";
-import { resolveTelemetry, type TelemetrySettings } from "./telemetry.js";
+import { resolveTelemetry, type TelemetrySettings } from "./telemetry/settings.js";
 import type { Logger } from "./types.js";
 import {
   assertNonNegativeMs,
@@ -16,7 +16,10 @@ import {
 
 /** {@link LockOptions} after one validation pass: every field checked, defaults applied. */
 export interface ResolvedLockOptions {
+  /** The backend as given: its name is what telemetry and messages show. */
   readonly backend: LockBackend;
+  /** What the engine calls: the backend's port calls (telemetry may trace them). */
+  readonly port: LockBackend;
   readonly leaseMs: number;
   readonly waitMs: number;
   /** The caller's logger behind a guard: it can neither throw nor reject into our code. */
@@ -24,8 +27,6 @@ export interface ResolvedLockOptions {
   readonly heartbeat: HeartbeatPlan | undefined;
   /** The `telemetry` option checked; undefined when it is `false`. */
   readonly telemetry: TelemetrySettings | undefined;
-  /** The message a surface runs this verb for: its lines name it. Absent for a plain verb call. */
-  readonly message: MessageRef | undefined;
 }
 
 /** The options of every verb and surface ({@link LockOptions}). */
@@ -59,13 +60,12 @@ export function resolveLockOptions(
   assertNonNegativeMs("waitMs", waitMs);
   return {
     backend,
+    port: backend,
     leaseMs,
     waitMs,
     logger: guardLogger(loggerOption(o.logger)),
     heartbeat: planHeartbeat(o.heartbeat, backend, leaseMs),
     telemetry: resolveTelemetry(where, o.telemetry),
-    // Always present, so every resolved options object has one shape (see the surfaces' lockFor).
-    message: undefined,
   };
 }
 
@@ -150,7 +150,7 @@ export function transactionalBackend<Tx>(
   }
   if (typeof method === "function") return backend as unknown as TransactionalLockBackend<Tx>;
   throw new InvalidConfiguration(
-    `${where} needs a backend with transactions (completeInTransaction: SqlLock, DatastoreLock, FirestoreLock); ${backendName(backend)} has none`,
+    `${where} needs a backend with transactions (completeInTransaction: SqlLock, DatastoreLock, FirestoreLock, SpannerLock); ${backendName(backend)} has none`,
   );
 }
 

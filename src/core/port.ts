@@ -212,8 +212,8 @@ export interface TransactionCompletion<T> {
 /**
  * A {@link LockBackend} that can complete a claim inside a transaction of its store, together
  * with the caller's own writes: what {@link lockInTransaction} needs. `Tx` is the store's own
- * transaction handle (a pg `PoolClient`, a Firestore `Transaction`, …). SqlLock, DatastoreLock
- * and FirestoreLock implement it; implement it to offer the same on your own store, and run
+ * transaction handle (a pg `PoolClient`, a Firestore `Transaction`, …). SqlLock, DatastoreLock,
+ * FirestoreLock and SpannerLock implement it; implement it to offer the same on your own store, and run
  * the contract suite with a `transactional` adapter to check it.
  *
  * @example

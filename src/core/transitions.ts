@@ -1,8 +1,8 @@
 /**
  * The record state machine (docs/state-machine.md) as pure functions, written once: given the
  * stored record (or none), the time and the call, each returns the row of the table that
- * applies, the call's answer and the write. InMemoryLock, DatastoreLock and FirestoreLock
- * keep only their I/O around these; RedisLock's Lua scripts and SqlLock's statements encode
+ * applies, the call's answer and the write. InMemoryLock, DatastoreLock, FirestoreLock and
+ * SpannerLock keep only their I/O around these; RedisLock's Lua scripts and SqlLock's statements encode
  * the same rows in their own language and name them, with these row names, in their headers.
  */
 import type { Claim, ClaimOutcome, ForceReleaseOutcome, InspectedRecord } from "./port.js";

@@ -1,8 +1,11 @@
 // The CloudEvent surface: a functions-framework `cloudEvent` function, whose only answers
 // are resolve (204, ack) and reject (500, nack).
+import { heldError } from "../core/engine/outcome.js";
+import { InvalidKey, UnkeyedMessage } from "../core/errors.js";
 import { readQuietly } from "../core/trace-context.js";
 import { cloudEventKey } from "./cloud-event-attributes.js";
 import type { RequestTimeoutOptions } from "./deadline.js";
+import { acked } from "./delivery-outcome.js";
 import {
   type CloudEventLike,
   cloudEventDeliveryAttempt,
@@ -11,12 +14,13 @@ import {
   MESSAGE_PUBLISHED_TYPE,
 } from "./envelope.js";
 import {
-  deliver,
+  buildGateway,
+  type Delivery,
   type GatewayOptions,
-  heldError,
-  resolveGatewayOptions,
+  type SurfaceSpec,
   type TransactionalGatewayOptions,
-} from "./pipeline.js";
+} from "./gateway.js";
+import { deliver } from "./pipeline.js";
 
 // The plain overload comes last: when no overload matches, TypeScript (7 in particular)
 // reports the last one, and a misspelt option should read as itself ("'lease' does not
@@ -77,49 +81,61 @@ export function idempotent<E extends CloudEventLike, Tx>(
     | ((event: E, signal: AbortSignal) => unknown)
     | ((event: E, tx: Tx, signal: AbortSignal) => unknown),
 ): (event: E) => Promise<void> {
-  const gateway = resolveGatewayOptions<E>("idempotent", options, handler, {
-    signalAt: 1,
-    request: true,
-  });
-  // Which signature `handler` has is what the options said: checked once, above.
-  const call = gateway.transactional
-    ? (event: E, signal: AbortSignal, tx: unknown) =>
-        (handler as (event: E, tx: unknown, signal: AbortSignal) => unknown)(event, tx, signal)
-    : (event: E, signal: AbortSignal) =>
-        (handler as (event: E, signal: AbortSignal) => unknown)(event, signal);
+  const gateway = buildGateway(
+    CLOUD_EVENT as SurfaceSpec<CloudEventDelivery<E>, E>,
+    options,
+    handler,
+  );
   return async (event) => {
-    const pubsub = isPubSubEvent(event);
     const outcome = await deliver(gateway, {
+      event,
+      pubsub: isPubSubEvent(event),
       messageId: eventMessageId(event),
       subscription: eventSubscription(event),
       deliveryAttempt: cloudEventDeliveryAttempt(event),
-      input: event,
-      defaultKey: () => cloudEventKey(event),
-      noDefaultKey: () => (pubsub ? NO_MESSAGE_ID : NO_SOURCE_ID),
-      readAs: pubsub ? "a Pub/Sub CloudEvent" : "a CloudEvent that is not a Pub/Sub message",
-      run: (signal, tx) => call(event, signal, tx),
-      carrier: () => ({ traceparents: [readQuietly(event, "traceparent")] }),
     });
+    if (acked(outcome)) return;
     switch (outcome.kind) {
-      case "ran":
-      case "duplicate":
-        return;
-      case "in_progress": {
+      case "held":
         // No stack is captured for an InProgress: functions-framework prints one line.
         throw heldError(outcome);
-      }
       case "unkeyed":
+        // functions-framework prints err.stack for every throw; a refusal is routine, so keep
+        // that to the message's one line instead of a stack trace.
+        throw withoutStack(new UnkeyedMessage(outcome.reason));
       case "invalid_key":
-        // functions-framework prints err.stack for every throw; contention is routine, so
-        // keep that to the message's one line instead of a stack trace.
-        trimStack(outcome.error);
-        throw outcome.error;
+        throw withoutStack(new InvalidKey(outcome.reason));
       case "failed":
         // functions-framework logs it; wrapped, a falsy throw is a 500 there, not a 204.
         throw outcome.error;
     }
   };
 }
+
+/** One CloudEvent as the pipeline sees it. */
+interface CloudEventDelivery<E> extends Delivery {
+  readonly event: E;
+  /** A Pub/Sub message (or an event that names no type), for the reasons. */
+  readonly pubsub: boolean;
+}
+
+type PlainHandler = (event: unknown, signal: AbortSignal) => unknown;
+type HandlerInTransaction = (event: unknown, tx: unknown, signal: AbortSignal) => unknown;
+
+const CLOUD_EVENT: SurfaceSpec<CloudEventDelivery<unknown>, unknown> = {
+  name: "idempotent",
+  request: true,
+  signalAt: 1,
+  transactionSignalAt: 2,
+  keyInput: (d) => d.event,
+  defaultKey: (d) => cloudEventKey(d.event),
+  noDefaultKey: (d) => (d.pubsub ? NO_MESSAGE_ID : NO_SOURCE_ID),
+  readAs: (d) => (d.pubsub ? "a Pub/Sub CloudEvent" : "a CloudEvent that is not a Pub/Sub message"),
+  traceparents: (d) => [readQuietly(d.event, "traceparent")],
+  call: (handler, d, signal) => (handler as PlainHandler)(d.event, signal),
+  callInTransaction: (handler, d, tx, signal) =>
+    (handler as HandlerInTransaction)(d.event, tx, signal),
+};
 
 function stringOrUndefined(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
@@ -151,10 +167,7 @@ function eventSubscription(event: unknown): string | undefined {
   return isObject(data) ? stringOrUndefined(readQuietly(data, "subscription")) : undefined;
 }
 
-function trimStack(error: Error): void {
-  try {
-    error.stack = `${error.name}: ${error.message}`;
-  } catch {
-    // A non-writable stack keeps its lines; the gateway's own warning is still one line.
-  }
+function withoutStack(error: Error): Error {
+  error.stack = `${error.name}: ${error.message}`;
+  return error;
 }

@@ -196,27 +196,3 @@ export function watchClient(
   }
   return watch;
 }
-
-/**
- * One signal that aborts when either does, with the first one's reason; `dispose` drops
- * the listeners once the handler settled. (`AbortSignal.any` needs Node.js 20.3.)
- */
-export function eitherSignal(
-  first: AbortSignal,
-  second: AbortSignal,
-): { signal: AbortSignal; dispose: () => void } {
-  if (first.aborted) return { signal: first, dispose: () => {} };
-  if (second.aborted) return { signal: second, dispose: () => {} };
-  const controller = new AbortController();
-  const onFirst = () => controller.abort(first.reason);
-  const onSecond = () => controller.abort(second.reason);
-  first.addEventListener("abort", onFirst, { once: true });
-  second.addEventListener("abort", onSecond, { once: true });
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      first.removeEventListener("abort", onFirst);
-      second.removeEventListener("abort", onSecond);
-    },
-  };
-}

@@ -1,195 +1,37 @@
-// The HTTP push surface: read the push body (parsed by a framework, or from the stream under
-// a size limit), parse it, deliver it, and answer with a status Pub/Sub understands. Over 350
-// lines because the request and response shapes it accepts are declared here with it; the
-// format parsing, auth and deadlines it calls live in their own files.
-import { Buffer } from "node:buffer";
-import { InvalidConfiguration, MalformedMessage } from "../core/errors.js";
+// The HTTP push surface: authenticate the push (when asked), read and parse its body, deliver
+// it, and answer with a status Pub/Sub understands. The types it reads and writes are in
+// http-types.ts, the body reading in http-body.ts, the push formats in push-formats.ts.
+import { heldText } from "../core/engine/outcome.js";
+import { MalformedMessage } from "../core/errors.js";
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
-import { describe, readOptions } from "../core/validate.js";
-import { type RequestTimeoutOptions, watchClient } from "./deadline.js";
+import { readOptions } from "../core/validate.js";
+import { watchClient } from "./deadline.js";
+import { logFailure } from "./delivery-outcome.js";
 import type { ParsedMessage } from "./envelope.js";
 import {
-  deliver,
-  type GatewayOptions,
-  heldText,
-  logFailure,
-  resolveGatewayOptions,
+  buildGateway,
+  type Delivery,
+  type SurfaceSpec,
   type TransactionalGatewayOptions,
-} from "./pipeline.js";
-import { type PushAuthOptions, resolvePushAuthOptions, verifierFor } from "./push-auth.js";
+} from "./gateway.js";
+import { BodyTooLarge, heldBody, maxBodyBytesOption, readStream, UNREAD } from "./http-body.js";
+import type {
+  HttpGatewayOptions,
+  HttpRequestLike,
+  HttpResponseLike,
+  PushRequest,
+} from "./http-types.js";
+import { deliver } from "./pipeline.js";
+import { resolvePushAuthOptions, verifierFor } from "./push-auth.js";
 import {
   defaultMessageKey,
-  type HttpHeadersLike,
   missingKeyReason,
   type PushFormat,
   READ_AS,
   readPushRequest,
   salvagedRef,
 } from "./push-formats.js";
-
-/**
- * The least of a request {@link idempotentHttp} reads: functions-framework, Express and
- * `node:http` requests all fit it.
- *
- * @example
- * ```ts
- * import { createServer } from "node:http";
- * import { type HttpRequestLike, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
- *
- * const handler = idempotentHttp(
- *   { backend: new InMemoryLock() },
- *   async (_message, req: HttpRequestLike) => {
- *     console.log(req.headers?.["user-agent"]);
- *   },
- * );
- * createServer((req, res) => void handler(req, res)).listen(8080);
- * ```
- */
-export interface HttpRequestLike {
-  /** Parsed by a body parser (object), raw (Buffer/string), or absent: then the stream is read. */
-  body?: unknown;
-  /** The body's bytes as functions-framework keeps them beside the parsed `body`; read first. */
-  readonly rawBody?: unknown;
-  /** The request headers: they tell an unwrapped push or a CloudEvent from a push body. */
-  readonly headers?: HttpHeadersLike;
-  /** True when the stream was consumed already (and no `body` was left): nothing to read. */
-  readonly readableEnded?: boolean;
-  /** The body stream, read when `body` is absent (up to `maxBodyBytes`). */
-  [Symbol.asyncIterator]?(): AsyncIterator<unknown>;
-  /** When present (`node:http`), `aborted` tells of a client that left mid-request. */
-  once?(event: string, listener: () => void): unknown;
-}
-
-/**
- * The least of a response {@link idempotentHttp} writes: enough to send a status and a
- * short text. Express and `node:http` responses fit it.
- *
- * @example
- * ```ts
- * import { type HttpResponseLike, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
- *
- * // A handler may answer itself; the gateway then leaves the response alone.
- * const handler = idempotentHttp(
- *   { backend: new InMemoryLock() },
- *   async (message, _req, res: HttpResponseLike) => {
- *     res.statusCode = 202;
- *     res.end(message.messageId);
- *   },
- * );
- * ```
- */
-export interface HttpResponseLike {
-  /** Set by the gateway unless the response was already sent. */
-  statusCode: number;
-  /** When true, the gateway sends nothing. */
-  readonly headersSent?: boolean;
-  /** When true, the gateway sends nothing. */
-  readonly writableEnded?: boolean;
-  /** Used for the `content-type` of a text answer when present. */
-  setHeader?(name: string, value: string): unknown;
-  /** Ends the response, with a one-line text or none (204). */
-  end(chunk?: string): unknown;
-  /** When present (`node:http`), `close` before `end()` tells of a client that went away. */
-  once?(event: string, listener: () => void): unknown;
-}
-
-/**
- * The request type under the name the design fixes for {@link idempotentHttp}'s signature:
- * the same type as {@link HttpRequestLike}, kept so both names keep working.
- *
- * @example
- * ```ts
- * import { idempotentHttp, InMemoryLock, type Req } from "gcp-pubsub-idempotency";
- *
- * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (_message, req: Req) => {
- *   console.log(req.headers?.["content-type"]);
- * });
- * ```
- */
-export type Req = HttpRequestLike;
-
-/**
- * The response type under the name the design fixes for {@link idempotentHttp}'s signature:
- * the same type as {@link HttpResponseLike}, kept so both names keep working.
- *
- * @example
- * ```ts
- * import { idempotentHttp, InMemoryLock, type Res } from "gcp-pubsub-idempotency";
- *
- * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (_message, _req, res: Res) => {
- *   res.statusCode = 202;
- *   res.end();
- * });
- * ```
- */
-export type Res = HttpResponseLike;
-
-/**
- * What the key function of {@link idempotentHttp} receives.
- *
- * @example
- * ```ts
- * import { idempotentHttp, InMemoryLock, type PushRequest } from "gcp-pubsub-idempotency";
- *
- * // Key on a business id carried in an attribute instead of the messageId.
- * const key = ({ message }: PushRequest) => message.attributes.orderId;
- * const handler = idempotentHttp({ backend: new InMemoryLock(), key }, async () => {});
- * ```
- */
-export interface PushRequest<Q extends HttpRequestLike = HttpRequestLike> {
-  /** The parsed push, whichever format it came in. */
-  readonly message: ParsedMessage;
-  /** The request it came in. */
-  readonly req: Q;
-}
-
-/**
- * `idempotentHttp` options: the gateway's, the request timeout, and the body size limit
- * for unparsed requests.
- *
- * @example
- * ```ts
- * import { type HttpGatewayOptions, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
- *
- * const options: HttpGatewayOptions = { backend: new InMemoryLock(), maxBodyBytes: 1024 * 1024 };
- * const handler = idempotentHttp(options, async (message) => console.log(message.text()));
- * ```
- */
-export type HttpGatewayOptions<Q extends HttpRequestLike = HttpRequestLike> = GatewayOptions<
-  PushRequest<Q>
-> &
-  RequestTimeoutOptions & {
-    /** Largest body read from an unparsed request; default 16 MiB (413 beyond). */
-    maxBodyBytes?: number | undefined;
-    /**
-     * Verify the OIDC token Pub/Sub signs each authenticated push with, before the body is
-     * read: 401 (`WWW-Authenticate: Bearer`) for a missing or invalid token, 403 for a valid
-     * token of an identity not in `serviceAccountEmail`, 503 when the certificates cannot be
-     * had. A refused push never reaches the key, the store or the handler. Needs the optional
-     * peer google-auth-library: when it is not installed, one ERROR line says so (with
-     * `npm install google-auth-library`) as the function is built, and every push gets 503.
-     */
-    auth?: PushAuthOptions | undefined;
-  };
-
-/**
- * Default `maxBodyBytes` of {@link idempotentHttp}: 16 MiB (16,777,216 bytes), for requests
- * whose body no framework parsed. It admits the largest legal push: Pub/Sub's 10 MB of
- * data is about 13.4 MB as base64 inside the JSON envelope, plus up to 100 attributes and
- * the ordering key. A larger body is answered with 413.
- *
- * @example
- * ```ts
- * import { DEFAULT_MAX_BODY_BYTES, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
- *
- * const handler = idempotentHttp(
- *   { backend: new InMemoryLock(), maxBodyBytes: DEFAULT_MAX_BODY_BYTES / 16 },
- *   async () => {},
- * );
- * ```
- */
-export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 /** What {@link idempotentHttp} takes besides the options of every surface. */
 const HTTP_OPTIONS = ["maxBodyBytes", "auth"] as const;
@@ -267,28 +109,14 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
     | ((message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown)
     | ((message: ParsedMessage, tx: Tx, req: Q, signal: AbortSignal) => unknown),
 ): (req: Q, res: S) => Promise<void> {
-  const gateway = resolveGatewayOptions<PushRequest<Q>>("idempotentHttp", options, handler, {
-    signalAt: 3,
-    transactionSignalAt: 3,
-    request: true,
-    own: HTTP_OPTIONS,
-  });
-  // Which signature `handler` has is what the options said: checked once, above.
-  type Plain = (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) => unknown;
-  type InTransaction = (
-    message: ParsedMessage,
-    tx: unknown,
-    req: Q,
-    signal: AbortSignal,
-  ) => unknown;
-  const call = gateway.transactional
-    ? (message: ParsedMessage, req: Q, _res: S, signal: AbortSignal, tx: unknown) =>
-        (handler as InTransaction)(message, tx, req, signal)
-    : (message: ParsedMessage, req: Q, res: S, signal: AbortSignal) =>
-        (handler as Plain)(message, req, res, signal);
+  const gateway = buildGateway(
+    HTTP as SurfaceSpec<HttpDelivery<Q, S>, PushRequest<Q>>,
+    options,
+    handler,
+  );
   const own = readOptions("idempotentHttp()", options, false, HTTP_OPTIONS, false);
   const limit = maxBodyBytesOption(own.maxBodyBytes);
-  const { logger } = gateway.lock;
+  const { logger } = gateway;
   const verify =
     own.auth === undefined
       ? undefined
@@ -337,47 +165,35 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         send(res, 400, reason);
         return;
       }
-      const delivery = {
+      const delivery: HttpDelivery<Q, S> = {
+        message,
+        format,
+        req,
+        res,
         messageId: message.messageId || message.event?.id,
         subscription: message.subscription,
         deliveryAttempt: message.deliveryAttempt,
-        input: { message, req },
-        defaultKey: () => defaultMessageKey(message),
-        noDefaultKey: () => missingKeyReason(message, format),
-        readAs: READ_AS[format],
-        run: (signal: AbortSignal, tx: unknown) => call(message, req, res, signal, tx),
         startedAt,
         clientGone: client?.signal,
-        carrier: () => ({
-          traceparents: [
-            readQuietly(req.headers, "traceparent"),
-            readQuietly(message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),
-            readQuietly(message.event?.extensions, "traceparent"),
-          ],
-        }),
       };
       about = delivery;
       if (client) client.about = delivery;
       const outcome = await deliver(gateway, delivery);
       switch (outcome.kind) {
-        case "ran":
-        case "duplicate":
-          send(res, 204);
-          return;
-        case "in_progress":
+        case "held":
           send(res, 503, heldText(outcome));
           return;
         case "unkeyed":
-          send(res, 400, oneLine(outcome.error.message));
-          return;
         case "invalid_key":
-          send(res, 400, oneLine(outcome.error.message));
+          send(res, 400, oneLine(outcome.reason));
           return;
         case "failed":
           logFailure(logger, outcome, delivery);
           // The reason stays in the log: a 500 body must not leak internals to the caller.
           send(res, 500, "the handler failed; the message will be redelivered");
           return;
+        default:
+          send(res, 204);
       }
     } catch (error) {
       // Only a broken request or response object lands here; a server must not crash on it.
@@ -394,6 +210,47 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
   };
 }
 
+/** One push as the pipeline sees it. */
+interface HttpDelivery<Q, S> extends Delivery {
+  readonly message: ParsedMessage;
+  readonly format: PushFormat;
+  readonly req: Q;
+  readonly res: S;
+}
+
+type PlainHandler = (
+  message: ParsedMessage,
+  req: unknown,
+  res: unknown,
+  signal: AbortSignal,
+) => unknown;
+type HandlerInTransaction = (
+  message: ParsedMessage,
+  tx: unknown,
+  req: unknown,
+  signal: AbortSignal,
+) => unknown;
+
+const HTTP: SurfaceSpec<HttpDelivery<HttpRequestLike, HttpResponseLike>, PushRequest> = {
+  name: "idempotentHttp",
+  request: true,
+  own: HTTP_OPTIONS,
+  signalAt: 3,
+  transactionSignalAt: 3,
+  keyInput: (d) => ({ message: d.message, req: d.req }),
+  defaultKey: (d) => defaultMessageKey(d.message),
+  noDefaultKey: (d) => missingKeyReason(d.message, d.format),
+  readAs: (d) => READ_AS[d.format],
+  traceparents: (d) => [
+    readQuietly(d.req.headers, "traceparent"),
+    readQuietly(d.message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),
+    readQuietly(d.message.event?.extensions, "traceparent"),
+  ],
+  call: (handler, d, signal) => (handler as PlainHandler)(d.message, d.req, d.res, signal),
+  callInTransaction: (handler, d, tx, signal) =>
+    (handler as HandlerInTransaction)(d.message, tx, d.req, signal),
+};
+
 const REFUSAL_TEXT = {
   401: "the push is not authenticated",
   403: "the push identity is not allowed",
@@ -405,66 +262,6 @@ function authorizationHeader(req: HttpRequestLike): string | undefined {
   const value = req.headers?.authorization;
   if (value === undefined || typeof value === "string") return value;
   return "";
-}
-
-function maxBodyBytesOption(value: unknown): number {
-  if (value === undefined) return DEFAULT_MAX_BODY_BYTES;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new InvalidConfiguration(
-      `options.maxBodyBytes must be a positive whole number of bytes, got ${describe(value)}`,
-    );
-  }
-  return value;
-}
-
-class BodyTooLarge extends Error {}
-
-function isEmptyPlainObject(value: unknown): boolean {
-  return (
-    value !== null &&
-    typeof value === "object" &&
-    Object.getPrototypeOf(value) === Object.prototype &&
-    Object.keys(value).length === 0
-  );
-}
-
-/** {@link heldBody}'s answer when the body is still in the request's stream. */
-const UNREAD: unique symbol = Symbol("unread");
-
-/**
- * The push body a framework already holds: the bytes it kept (`rawBody`) or what it parsed;
- * {@link UNREAD} when it is still in the stream.
- */
-function heldBody(req: HttpRequestLike): unknown {
-  const { rawBody, body } = req;
-  if (rawBody instanceof Uint8Array) return rawBody;
-  const iterate = req[Symbol.asyncIterator];
-  const unread = typeof iterate === "function" && !req.readableEnded;
-  // Express 4's body parsers leave `{}` on a request whose content type they skip, with the
-  // stream unread: the data is still in the stream.
-  if (body !== undefined && !(unread && isEmptyPlainObject(body))) return body;
-  return unread ? UNREAD : undefined;
-}
-
-/** The body read from the request's stream, under a size limit. */
-async function readStream(req: HttpRequestLike, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let tooLarge = false;
-  // Keep draining past the limit rather than destroying the stream, so the 413 reaches the client.
-  for await (const chunk of req as AsyncIterable<unknown>) {
-    const bytes =
-      typeof chunk === "string"
-        ? Buffer.from(chunk, "utf8")
-        : chunk instanceof Uint8Array
-          ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-          : Buffer.alloc(0);
-    size += bytes.byteLength;
-    if (size > limit) tooLarge = true;
-    if (!tooLarge) chunks.push(bytes);
-  }
-  if (tooLarge) throw new BodyTooLarge(`the push body exceeds ${limit} bytes`);
-  return Buffer.concat(chunks);
 }
 
 /** Send a status and a one-line text unless a response is already on its way. */

@@ -1,6 +1,7 @@
 export { idempotent } from "./cloud-event.js";
 export { cloudEventKey, cloudEventSourceIdKey } from "./cloud-event-attributes.js";
 export type { RequestTimeoutOptions } from "./deadline.js";
+export { gatewayDisabled } from "./disabled.js";
 export {
   type CloudEventAttributes,
   type CloudEventLike,
@@ -14,21 +15,17 @@ export {
   parsePubSubMessage,
   parsePushBody,
 } from "./envelope.js";
+export type { GatewayOptions, TransactionalGatewayOptions } from "./gateway.js";
+export { idempotentHttp } from "./http.js";
 export {
   DEFAULT_MAX_BODY_BYTES,
   type HttpGatewayOptions,
   type HttpRequestLike,
   type HttpResponseLike,
-  idempotentHttp,
   type PushRequest,
   type Req,
   type Res,
-} from "./http.js";
-export {
-  type GatewayOptions,
-  gatewayDisabled,
-  type TransactionalGatewayOptions,
-} from "./pipeline.js";
+} from "./http-types.js";
 export { idempotentMessage } from "./pull.js";
 export {
   defaultMessageKey,

@@ -2,14 +2,16 @@
 // ack() or nack() and, since the emitter ignores promises, never rejects.
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
+import { acked, logFailure } from "./delivery-outcome.js";
 import type { PubSubMessageLike } from "./envelope.js";
 import {
-  deliver,
+  buildGateway,
+  type Delivery,
   type GatewayOptions,
-  logFailure,
-  resolveGatewayOptions,
+  type SurfaceSpec,
   type TransactionalGatewayOptions,
-} from "./pipeline.js";
+} from "./gateway.js";
+import { deliver } from "./pipeline.js";
 
 /** The message of a line written before any of its fields could be read. */
 const NOTHING_READ: MessageRef = {};
@@ -75,45 +77,27 @@ export function idempotentMessage<M extends PubSubMessageLike, Tx>(
     | ((message: M, signal: AbortSignal) => unknown)
     | ((message: M, tx: Tx, signal: AbortSignal) => unknown),
 ): (message: M) => Promise<void> {
-  const gateway = resolveGatewayOptions<M>("idempotentMessage", options, handler, {
-    signalAt: 1,
-    request: false,
-  });
-  // Which signature `handler` has is what the options said: checked once, above.
-  const call = gateway.transactional
-    ? (message: M, signal: AbortSignal, tx: unknown) =>
-        (handler as (message: M, tx: unknown, signal: AbortSignal) => unknown)(message, tx, signal)
-    : (message: M, signal: AbortSignal) =>
-        (handler as (message: M, signal: AbortSignal) => unknown)(message, signal);
-  const { logger } = gateway.lock;
+  const gateway = buildGateway(PULL as SurfaceSpec<PullDelivery<M>, M>, options, handler);
+  const { logger } = gateway;
   return async (message) => {
     // A pulled Message does not name its subscription: the lines carry id and attempt.
     let about: MessageRef = NOTHING_READ;
     let key: string | undefined;
-    let settle: "ack" | "nack" = "nack";
+    let ack = false;
     try {
       const id = message.id;
       const attempt = message.deliveryAttempt;
-      const delivery = {
+      const delivery: PullDelivery<M> = {
+        message,
+        id,
         messageId: typeof id === "string" ? id : undefined,
         deliveryAttempt:
           typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
-        input: message,
-        defaultKey: () => (typeof id === "string" ? id : undefined),
-        noDefaultKey: () =>
-          `the pull message has no id (message.id is ${typeof id === "string" ? '""' : typeof id}); give options.key to key it otherwise`,
-        readAs: "a pull message",
-        run: (signal: AbortSignal, tx: unknown) => call(message, signal, tx),
-        carrier: () => ({
-          traceparents: [
-            readQuietly(readQuietly(message, "attributes"), PUBSUB_TRACEPARENT_ATTRIBUTE),
-          ],
-        }),
       };
       about = delivery;
       const outcome = await deliver(gateway, delivery);
-      if (outcome.kind === "ran" || outcome.kind === "duplicate") settle = "ack";
-      if (outcome.kind !== "unkeyed" && outcome.kind !== "invalid_key") key = outcome.key;
+      ack = acked(outcome);
+      key = outcome.key;
       if (outcome.kind === "failed") logFailure(logger, outcome, about);
     } catch (error) {
       // A message whose fields cannot be read: nack it, never leave it leased.
@@ -123,7 +107,7 @@ export function idempotentMessage<M extends PubSubMessageLike, Tx>(
       );
     }
     try {
-      if (settle === "ack") message.ack();
+      if (ack) message.ack();
       else message.nack();
     } catch (error) {
       // An unhandled rejection would crash the worker; the lease expiry redelivers it.
@@ -134,3 +118,31 @@ export function idempotentMessage<M extends PubSubMessageLike, Tx>(
     }
   };
 }
+
+/** One pulled message as the pipeline sees it. */
+interface PullDelivery<M> extends Delivery {
+  readonly message: M;
+  /** `message.id` as read, for the reason when it is no usable id. */
+  readonly id: unknown;
+}
+
+type PlainHandler = (message: unknown, signal: AbortSignal) => unknown;
+type HandlerInTransaction = (message: unknown, tx: unknown, signal: AbortSignal) => unknown;
+
+const PULL: SurfaceSpec<PullDelivery<unknown>, unknown> = {
+  name: "idempotentMessage",
+  request: false,
+  signalAt: 1,
+  transactionSignalAt: 2,
+  keyInput: (d) => d.message,
+  defaultKey: (d) => d.messageId,
+  noDefaultKey: (d) =>
+    `the pull message has no id (message.id is ${typeof d.id === "string" ? '""' : typeof d.id}); give options.key to key it otherwise`,
+  readAs: () => "a pull message",
+  traceparents: (d) => [
+    readQuietly(readQuietly(d.message, "attributes"), PUBSUB_TRACEPARENT_ATTRIBUTE),
+  ],
+  call: (handler, d, signal) => (handler as PlainHandler)(d.message, signal),
+  callInTransaction: (handler, d, tx, signal) =>
+    (handler as HandlerInTransaction)(d.message, tx, signal),
+};

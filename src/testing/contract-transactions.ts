@@ -3,8 +3,8 @@
 // without it is refused before any I/O.
 
 import type { LockBackend, TransactionalLockBackend } from "../core/port.js";
-import { lockInTransaction } from "../core/transaction.js";
 import type { LogFields, Logger } from "../core/types.js";
+import { lockInTransaction } from "../core/verbs/transaction.js";
 import { expect } from "./expect.js";
 
 /**

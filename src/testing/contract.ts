@@ -3,7 +3,7 @@
 // because it is one suite: its cases share the target, the warm-up and the lease sizing.
 import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "../core/constants.js";
 import type { Claim, ClaimOutcome, LockBackend } from "../core/port.js";
-import { lock, mutex } from "../core/verbs.js";
+import { lock, mutex } from "../core/verbs/lock.js";
 import { describePurgeCase } from "./contract-purge.js";
 import {
   assertHasMethods,

@@ -5,7 +5,7 @@
 import { beforeAll, expect, it } from "vitest";
 import { InProgress } from "../../src/core/errors.js";
 import type { Claim, LockBackend } from "../../src/core/port.js";
-import { lock } from "../../src/core/verbs.js";
+import { lock } from "../../src/core/verbs/lock.js";
 import { warmUpBackend } from "../../src/testing/index.js";
 import { won } from "../support/claims.js";
 import { silentLogger } from "../support/logger.js";

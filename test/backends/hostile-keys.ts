@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MAX_KEY_BYTES } from "../../src/core/constants.js";
 import type { LockBackend } from "../../src/core/port.js";
-import { lock } from "../../src/core/verbs.js";
+import { lock } from "../../src/core/verbs/lock.js";
 import { silentLogger } from "../support/logger.js";
 
 const SEED = Number(process.env.FC_SEED ?? 1024);

@@ -11,7 +11,7 @@ import {
   type SpannerTransactionLike,
 } from "../../src/backends/spanner/index.js";
 import { renderSchema } from "../../src/backends/spanner/io.js";
-import { lockInTransaction } from "../../src/core/transaction.js";
+import { lockInTransaction } from "../../src/core/verbs/transaction.js";
 import { won } from "../support/claims.js";
 import { PROJECT } from "../support/gcloud-emulator.js";
 import { silentLogger } from "../support/logger.js";

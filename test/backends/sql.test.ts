@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { SqlLock } from "../../src/backends/sql/index.js";
 import { BackendError, InvalidConfiguration } from "../../src/core/errors.js";
 import type { Claim } from "../../src/core/port.js";
-import { lock } from "../../src/core/verbs.js";
+import { lock } from "../../src/core/verbs/lock.js";
 import { won } from "../support/claims.js";
 import { silentLogger } from "../support/logger.js";
 import { freshTable, openSqlStores } from "./sql-stores.js";

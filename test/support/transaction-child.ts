@@ -32,7 +32,7 @@ export interface StormMessage {
 
 export interface StormAnswer {
   readonly id: string;
-  readonly outcome: "ran" | "duplicate" | "in_progress" | "failed";
+  readonly outcome: "ran" | "duplicate" | "held" | "failed";
   readonly error?: string;
 }
 
@@ -182,7 +182,7 @@ process.on("message", async (message: StormMessage) => {
       error instanceof Duplicate
         ? { id: message.id, outcome: "duplicate" }
         : error instanceof InProgress
-          ? { id: message.id, outcome: "in_progress" }
+          ? { id: message.id, outcome: "held" }
           : { id: message.id, outcome: "failed", error: String(error) };
   }
   process.send?.(answer);

@@ -8,7 +8,7 @@ import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InvalidKey, ThrownValue } from "../../src/core/errors.js";
 import { errorText, resetLoggerComplaint } from "../../src/core/logger.js";
 import type { Logger } from "../../src/core/types.js";
-import { lock } from "../../src/core/verbs.js";
+import { lock } from "../../src/core/verbs/lock.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
 import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { hostileThrows } from "../support/hostile-throws.js";

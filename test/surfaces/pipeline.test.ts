@@ -2,9 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InvalidConfiguration } from "../../src/core/errors.js";
 import type { ClaimOutcome } from "../../src/core/port.js";
-import { lock } from "../../src/core/verbs.js";
+import { lock } from "../../src/core/verbs/lock.js";
+import { gatewayDisabled, resetDisabledWarning } from "../../src/surfaces/disabled.js";
 import { idempotent, idempotentHttp, idempotentMessage } from "../../src/surfaces/index.js";
-import { gatewayDisabled, resetDisabledWarning } from "../../src/surfaces/pipeline.js";
 import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { captureLogger } from "./helpers.js";
 

@@ -16,7 +16,7 @@ import {
   parseCloudEvent,
   type Req,
 } from "../../src/index.js";
-import { resetDisabledWarning } from "../../src/surfaces/pipeline.js";
+import { resetDisabledWarning } from "../../src/surfaces/disabled.js";
 import { fakeMessage, pushRequest, structuredCloudEvent } from "../../src/testing/index.js";
 import { startSqlite } from "../support/sql.js";
 import { captureLogger } from "./helpers.js";

@@ -8,7 +8,7 @@ import type { BackendError } from "../../core/errors.js";
 import { InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/port.js";
-import type { lockInTransaction } from "../../core/transaction.js";
+import type { lockInTransaction } from "../../core/verbs/transaction.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";

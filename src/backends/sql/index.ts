@@ -17,7 +17,6 @@ import type {
   TransactionCompletion,
 } from "../../core/port.js";
 import { type RetryPolicy, withRetry } from "../../core/retry.js";
-import type { lockInTransaction } from "../../core/transaction.js";
 import { forceReleaseTransition, type LockRecord } from "../../core/transitions.js";
 import {
   assertFencingId,
@@ -28,6 +27,7 @@ import {
   readOptions,
   ttlOption,
 } from "../../core/validate.js";
+import type { lockInTransaction } from "../../core/verbs/transaction.js";
 import { hasMethods } from "../shared/options.js";
 import { purgeInBatches } from "../shared/purge.js";
 import { callStore, callStoreWithBody } from "../shared/store-call.js";

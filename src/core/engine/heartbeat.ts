@@ -1,10 +1,18 @@
-import { DEFAULT_MAX_HOLD_MS } from "./constants.js";
-import { isArraySafe } from "./describe.js";
-import { InvalidConfiguration } from "./errors.js";
-import { deliveryFields, errorText, type MessageRef } from "./logger.js";
-import type { Claim, LockBackend } from "./port.js";
-import type { Logger } from "./types.js";
-import { assertPositiveMs, describe, knownOptions, readOptions, readProperty } from "./validate.js";
+// The heartbeat: its option turned into a plan (checked once, where the options enter), and the
+// renewals that keep a claim's lease while its body runs.
+import { DEFAULT_MAX_HOLD_MS } from "../constants.js";
+import { isArraySafe } from "../describe.js";
+import { InvalidConfiguration } from "../errors.js";
+import { deliveryFields, errorText, type MessageRef } from "../logger.js";
+import type { Claim, LockBackend } from "../port.js";
+import type { Logger } from "../types.js";
+import {
+  assertPositiveMs,
+  describe,
+  knownOptions,
+  readOptions,
+  readProperty,
+} from "../validate.js";
 
 const HEARTBEAT_OPTION_NAMES = ["everyMs", "maxHoldMs"] as const;
 const HEARTBEAT_OPTIONS = knownOptions(HEARTBEAT_OPTION_NAMES);

@@ -1,0 +1,218 @@
+// The claim cycle, the one engine under every verb and surface: claim (waiting for a held key
+// while `waitMs` allows), run the body under the claim (its signal, its heartbeat), then
+// complete (lock), release (mutex) or commit with the body's writes (transaction); a body that
+// throws releases. The two failures after a body that succeeded are caught here, logged, never
+// raised: re-raising would redeliver the message and repeat the work. Everything ends in one
+// CycleOutcome; nothing here knows of telemetry (telemetry/trace.ts wraps it).
+import { deliveryFields, errorText, type MessageRef } from "../logger.js";
+import type { ResolvedLockOptions } from "../options.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../port.js";
+import { type Backoff, backoffDelay, sleep } from "../retry.js";
+import { watchLease } from "./lease.js";
+import type { CycleOutcome, Held } from "./outcome.js";
+
+/**
+ * How the cycle settles a body that ran: `lock` completes the key (DONE), `mutex` releases it
+ * (every message runs, one at a time), `transaction` completes it inside the store transaction
+ * the body wrote in.
+ */
+export type CycleMode = "lock" | "mutex" | "transaction";
+
+/** The guarded work: the claim, its signal, and in transaction mode the store's transaction. */
+export type CycleBody<T> = (claim: Claim, signal: AbortSignal, tx: unknown) => T | Promise<T>;
+
+/** One cycle to run: every field checked already, where it entered. */
+export interface Cycle<T> {
+  readonly mode: CycleMode;
+  /** A valid key (assertValidKey): the port is not asked to check it again. */
+  readonly key: string;
+  readonly options: ResolvedLockOptions;
+  readonly body: CycleBody<T>;
+  /** The body declares its signal parameter: it gets a signal of its own. */
+  readonly bodyTakesSignal: boolean;
+  /** The message a surface runs this cycle for: every line the cycle writes names it. */
+  readonly message: MessageRef | undefined;
+  /** Aborts the body's signal too (a push client that went away). */
+  readonly signal: AbortSignal | undefined;
+}
+
+/** Run one claim cycle. Never rejects: every ending is an outcome. */
+export async function runCycle<T>(cycle: Cycle<T>): Promise<CycleOutcome<T>> {
+  const { key, options } = cycle;
+  let claimed: ClaimOutcome;
+  try {
+    claimed = await claimWithin(options, key);
+  } catch (error) {
+    return { kind: "failed", key, error, inBody: false };
+  }
+  if (claimed.status === "done") {
+    // A mutex never completes, so a DONE record belongs to a lock() on the same key.
+    return cycle.mode === "mutex" ? completedByLock(key) : { kind: "duplicate", key };
+  }
+  if (claimed.status === "held") {
+    return { kind: "held", key, leaseExpiresAt: claimed.leaseExpiresAt, completedByLock: false };
+  }
+  const { claim } = claimed;
+  if (cycle.mode === "transaction") return runInTransaction(cycle, claim);
+  const lease = watchLease(options, claim, cycle.bodyTakesSignal, cycle.signal, cycle.message);
+  let value: T;
+  try {
+    value = await cycle.body(claim, lease.signal, undefined);
+  } catch (error) {
+    lease.end();
+    await releaseAfterFailure(cycle, claim, error);
+    return { kind: "failed", key, error, inBody: true };
+  }
+  lease.end();
+  return cycle.mode === "lock"
+    ? completeAfterSuccess(cycle, claim, value)
+    : releaseAfterMutex(cycle, claim, value);
+}
+
+function completedByLock(key: string): Held {
+  return { kind: "held", key, leaseExpiresAt: undefined, completedByLock: true };
+}
+
+/** Re-claims of a held key while `waitMs` allows: pauses averaging 10 ms, doubling to 500 ms. */
+const HELD_BACKOFF: Backoff = { baseDelayMs: 20, maxDelayMs: 1_000 };
+
+async function claimWithin(options: ResolvedLockOptions, key: string): Promise<ClaimOutcome> {
+  const { port, leaseMs, waitMs } = options;
+  let outcome = await port.claim(key, leaseMs);
+  if (outcome.status !== "held" || waitMs === 0) return outcome;
+  const deadline = Date.now() + waitMs;
+  for (let n = 1; outcome.status === "held"; n++) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    await sleep(Math.min(left, backoffDelay(HELD_BACKOFF, n)));
+    outcome = await port.claim(key, leaseMs);
+  }
+  return outcome;
+}
+
+/**
+ * The body runs in the store's transaction and DONE commits with its writes, while the fence
+ * still matches: both land, or neither. A store may run the body more than once.
+ */
+async function runInTransaction<T>(cycle: Cycle<T>, claim: Claim): Promise<CycleOutcome<T>> {
+  const { key, options } = cycle;
+  const port = options.port as TransactionalLockBackend<unknown>;
+  const lease = watchLease(options, claim, cycle.bodyTakesSignal, cycle.signal, cycle.message);
+  let inBody = false;
+  let completion: TransactionCompletion<T>;
+  try {
+    completion = await port.completeInTransaction(claim, async (tx) => {
+      inBody = false;
+      try {
+        return await cycle.body(claim, lease.signal, tx);
+      } catch (error) {
+        inBody = true;
+        throw error;
+      } finally {
+        // Before the fenced complete: a renewal queued behind the transaction (one SQLite
+        // connection) must find the heartbeat stopped, not report the finished key as lost.
+        lease.end();
+      }
+    });
+  } catch (error) {
+    lease.end();
+    // Nothing landed, neither the body's writes nor DONE: free the key for the redelivery.
+    await releaseAfterFailure(cycle, claim, error);
+    return { kind: "failed", key, error, inBody };
+  }
+  const { value } = completion;
+  if (completion.completed) return { kind: "ran", key, value };
+  options.logger.error(
+    "fenced out: the body outran its lease and another delivery reclaimed the key; its transaction was rolled back and the reclaimer's run is the one that counts — lengthen the lease or turn on heartbeat",
+    deliveryFields("fenced_out", key, cycle.message, undefined, {
+      fencingId: claim.fencingId,
+      rolledBack: true,
+      alert: true,
+    }),
+  );
+  return { kind: "fenced_out", key, value };
+}
+
+/**
+ * The body ran and the side effect happened: a complete that throws, or one fenced out, is
+ * logged and answered as an outcome, never raised.
+ */
+async function completeAfterSuccess<T>(
+  cycle: Cycle<T>,
+  claim: Claim,
+  value: T,
+): Promise<CycleOutcome<T>> {
+  const { key, options } = cycle;
+  let completed: boolean;
+  try {
+    completed = await options.port.complete(claim);
+  } catch (error) {
+    options.logger.error(
+      "complete failed after the body succeeded; acking to avoid a repeat",
+      deliveryFields("complete_failed", key, cycle.message, errorText(error), {
+        fencingId: claim.fencingId,
+      }),
+    );
+    return { kind: "complete_failed", key, value };
+  }
+  if (completed) return { kind: "ran", key, value };
+  options.logger.error(
+    "fenced out: the body outran its lease and another delivery reclaimed the key; the work may run twice — lengthen the lease or turn on heartbeat",
+    deliveryFields("fenced_out", key, cycle.message, undefined, {
+      fencingId: claim.fencingId,
+      alert: true,
+    }),
+  );
+  return { kind: "fenced_out", key, value };
+}
+
+/** A mutex body ran: free the key for the next message. A failed release is logged. */
+async function releaseAfterMutex<T>(
+  cycle: Cycle<T>,
+  claim: Claim,
+  value: T,
+): Promise<CycleOutcome<T>> {
+  try {
+    await cycle.options.port.release(claim);
+  } catch (error) {
+    // The body ran; re-raising would redeliver and run it again. The lease frees the key.
+    cycle.options.logger.error(
+      "mutex release failed after the body ran; the key frees when its lease lapses",
+      deliveryFields("release_failed", claim.key, cycle.message, errorText(error), {
+        fencingId: claim.fencingId,
+      }),
+    );
+  }
+  return { kind: "ran", key: cycle.key, value };
+}
+
+/** The body threw: give the key back so a redelivery can run. The body's error wins. */
+async function releaseAfterFailure(
+  cycle: Cycle<unknown>,
+  claim: Claim,
+  bodyError: unknown,
+): Promise<void> {
+  try {
+    await cycle.options.port.release(claim);
+  } catch (releaseError) {
+    cycle.options.logger.error(
+      "release failed after the body threw; the key frees when its lease lapses",
+      deliveryFields("release_failed", claim.key, cycle.message, errorText(releaseError), {
+        fencingId: claim.fencingId,
+        bodyError: errorText(bodyError),
+      }),
+    );
+    try {
+      if (bodyError instanceof Error && bodyError.cause === undefined) {
+        bodyError.cause = releaseError;
+      }
+    } catch {
+      // A frozen error or a hostile Proxy keeps its own shape; the log line has both errors.
+    }
+  }
+}

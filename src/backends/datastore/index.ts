@@ -8,7 +8,6 @@ import type { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/port.js";
 import { stringOption } from "../../core/validate.js";
-import type { lockInTransaction } from "../../core/verbs/transaction.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";
@@ -66,7 +65,7 @@ export interface DatastoreLockOptions<D extends DatastoreLike = DatastoreLike> {
 }
 
 /**
- * The transaction handle {@link lockInTransaction}'s body gets from a `DatastoreLock` over
+ * The transaction handle {@link gcp-pubsub-idempotency!lockInTransaction}'s body gets from a `DatastoreLock` over
  * client `D`: the driver's own `Transaction` when you pass your `Datastore`, else the
  * structural {@link DatastoreTransactionLike}.
  *
@@ -105,7 +104,7 @@ const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
  * Records are deleted only after `expiresAt`: configure a TTL policy on the `expiresAt`
  * property of the kind, or call `purgeExpired()` periodically.
  *
- * {@link lockInTransaction} runs its body in a `datastore.transaction()` and completes the
+ * {@link gcp-pubsub-idempotency!lockInTransaction} runs its body in a `datastore.transaction()` and completes the
  * claim in it (see {@link DatastoreLock.completeInTransaction}); keep the kind beside your
  * entities (same database, your namespace).
  *
@@ -192,7 +191,7 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
    * {@link BackendError}. ABORTED contention and the other transient errors run the whole
    * transaction again, the body included, as any Datastore transaction function may be run:
    * keep the body free of effects outside `tx`. A retry that finds its earlier commit landed
-   * does not commit again. {@link lockInTransaction} calls it; you rarely do.
+   * does not commit again. {@link gcp-pubsub-idempotency!lockInTransaction} calls it; you rarely do.
    *
    * @example
    * ```ts

@@ -7,7 +7,6 @@ import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/port.js";
-import type { lockInTransaction } from "../../core/verbs/transaction.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";
@@ -68,7 +67,7 @@ export interface FirestoreLockOptions<F extends FirestoreLike = FirestoreLike> {
 }
 
 /**
- * The transaction handle {@link lockInTransaction}'s body gets from a `FirestoreLock` over
+ * The transaction handle {@link gcp-pubsub-idempotency!lockInTransaction}'s body gets from a `FirestoreLock` over
  * instance `F`: the driver's own `Transaction` when you pass your `Firestore`, else the
  * structural {@link FirestoreTransactionLike}.
  *
@@ -105,7 +104,7 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
  * Store failures reject with a {@link BackendError} once the
  * transient ones have been retried (see {@link RetryOptions}).
  *
- * {@link lockInTransaction} runs its body in `runTransaction` and completes the claim in it
+ * {@link gcp-pubsub-idempotency!lockInTransaction} runs its body in `runTransaction` and completes the claim in it
  * (see {@link FirestoreLock.completeInTransaction}); keep the collection beside yours.
  *
  * @example
@@ -181,7 +180,7 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
    * Like any Firestore transaction function, the body may run more than once (contention on
    * the documents it reads, a lost commit response, the record moving under it): keep it free
    * of effects outside `tx`, and do all its reads before its writes. A retry that finds its
-   * earlier commit landed does not commit again. {@link lockInTransaction} calls it; you
+   * earlier commit landed does not commit again. {@link gcp-pubsub-idempotency!lockInTransaction} calls it; you
    * rarely do.
    *
    * @example

@@ -8,7 +8,6 @@ import type { BackendError } from "../../core/errors.js";
 import { InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/port.js";
-import type { lockInTransaction } from "../../core/verbs/transaction.js";
 import { googleLockOptions, loadOnce } from "../shared/google.js";
 import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
 import { nameOption } from "../shared/options.js";
@@ -92,7 +91,7 @@ const INSTANCE_PATTERN = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$/;
  * Store failures reject with a {@link BackendError} once the
  * transient ones (ABORTED contention among them) have been retried (see {@link RetryOptions}).
  *
- * {@link lockInTransaction} runs its body in a read-write transaction and completes the claim
+ * {@link gcp-pubsub-idempotency!lockInTransaction} runs its body in a read-write transaction and completes the claim
  * in it (see {@link SpannerLock.completeInTransaction}); give the type of your `Transaction`
  * as the type parameter to have the body's `tx` typed as the driver's own.
  *
@@ -210,7 +209,7 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
    * Like any Spanner transaction function, the body may run more than once (an ABORTED
    * commit, contention on what it reads, a lost commit reply): keep it free of effects
    * outside `tx`. A retry that finds its earlier commit landed does not commit again.
-   * {@link lockInTransaction} calls it; you rarely do.
+   * {@link gcp-pubsub-idempotency!lockInTransaction} calls it; you rarely do.
    *
    * @example
    * ```ts

@@ -27,7 +27,6 @@ import {
   readOptions,
   ttlOption,
 } from "../../core/validate.js";
-import type { lockInTransaction } from "../../core/verbs/transaction.js";
 import { hasMethods } from "../shared/options.js";
 import { purgeInBatches } from "../shared/purge.js";
 import { callStore, callStoreWithBody } from "../shared/store-call.js";
@@ -56,7 +55,7 @@ export type {
 };
 
 /**
- * The transaction handle {@link lockInTransaction}'s body gets from a `SqlLock` over client
+ * The transaction handle {@link gcp-pubsub-idempotency!lockInTransaction}'s body gets from a `SqlLock` over client
  * `C`, in the driver's own type: a pg `Pool` → its `PoolClient` (inside BEGIN … COMMIT); a
  * mysql2/promise `Pool` → its `PoolConnection`; a better-sqlite3 `Database`, a pg `Client` or
  * a mysql2 `Connection` → that one connection itself.
@@ -127,7 +126,7 @@ export interface SqlLockOptions<C extends SqlClient = SqlClient> {
   /**
    * Default `idempotency_records`; PostgreSQL also takes `schema.table`, MySQL/MariaDB
    * `database.table` (the record table in another database of the server, e.g. beside your
-   * own tables for {@link lockInTransaction}). Letters, digits and underscores, not starting
+   * own tables for {@link gcp-pubsub-idempotency!lockInTransaction}). Letters, digits and underscores, not starting
    * with a digit, at most 48 characters per part; each part is quoted.
    */
   table?: string | undefined;
@@ -178,7 +177,7 @@ const KNOWN = knownOptions(NAMES, "backend");
  * Failures reject with a {@link BackendError} naming the dialect, the verb and the key; a
  * deadlock or serialization failure on claim is retried a few times first.
  *
- * {@link lockInTransaction} runs its body in a transaction of this database and completes
+ * {@link gcp-pubsub-idempotency!lockInTransaction} runs its body in a transaction of this database and completes
  * the claim in it (see {@link SqlLock.completeInTransaction}): keep the table beside yours
  * (`schema.table` on PostgreSQL, `database.table` on MySQL, your own file on SQLite).
  *
@@ -325,7 +324,7 @@ export class SqlLock<C extends SqlClient = SqlClient>
    * same transaction and commit: the body's writes and DONE land together. A stale fence
    * rolls back (`completed: false`); a body that throws rolls back and rejects with its own
    * error; a failed BEGIN (retried while busy), complete or COMMIT rolls back and rejects
-   * with a {@link BackendError}. {@link lockInTransaction} calls it; you rarely do.
+   * with a {@link BackendError}. {@link gcp-pubsub-idempotency!lockInTransaction} calls it; you rarely do.
    *
    * The transaction: on a pg or mysql2 Pool, BEGIN … COMMIT on a connection checked out for
    * it (given back after, discarded when a failure may have broken it); on a better-sqlite3

@@ -9,14 +9,14 @@ import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type { lockInTransaction } from "../../core/transaction.js";
 import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/types.js";
 import { stringOption } from "../../core/validate.js";
-import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
+import { attachRecords, GoogleStoreLock } from "../google/lock.js";
+import { googleLockOptions, loadOnce } from "../google/options.js";
+import type { RetryOptions } from "../google/retry-options.js";
 import { nameOption } from "../shared/options.js";
-import type { RetryOptions } from "../shared/retry-options.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
 import { DatastoreIo } from "./io.js";
 
-export type { RetryOptions } from "../shared/retry-options.js";
+export type { RetryOptions } from "../google/retry-options.js";
 export type { DatastoreLike, DatastoreQueryLike, DatastoreTransactionLike } from "./client.js";
 export { decodeName, encodeName } from "./io.js";
 

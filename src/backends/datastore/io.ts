@@ -3,8 +3,8 @@
 
 import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
 import type { ClaimOutcome, TransactionCompletion } from "../../core/types.js";
-import { conditionalWrite, fromStored, GRPC, toStored } from "../shared/google.js";
-import type { RecordIo, Retrying } from "../shared/google-records.js";
+import { conditionalWrite, fromStored, GRPC, toStored } from "../google/options.js";
+import type { RecordIo, Retrying } from "../google/records.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
 

@@ -11,8 +11,8 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/types.js";
-import type { GoogleLockSetup } from "./google.js";
-import { GoogleRecords, type RecordIo } from "./google-records.js";
+import type { GoogleLockSetup } from "./options.js";
+import { GoogleRecords, type RecordIo } from "./records.js";
 
 /** The engine of each lock, its client and transaction types erased (the lock keeps them). */
 const engines = new WeakMap<GoogleStoreLock<unknown>, GoogleRecords<unknown, unknown>>();

@@ -6,7 +6,7 @@ import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { RetryPolicy } from "../../core/retry.js";
 import type { LockRecord } from "../../core/transitions.js";
 import { knownOptions, readOptions, stringOption, ttlOption } from "../../core/validate.js";
-import { clientOption } from "./options.js";
+import { clientOption } from "../shared/options.js";
 import { resolveRetry } from "./retry-options.js";
 
 // --- the stored record ---------------------------------------------------------------------

@@ -19,9 +19,9 @@ import type {
   TransactionCompletion,
 } from "../../core/types.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
-import { isGoogleTransient, type LazyClient, newToken } from "./google.js";
-import { type PurgeBatch, purgeInBatches } from "./purge.js";
-import { callStore, callStoreWithBody } from "./store-call.js";
+import { type PurgeBatch, purgeInBatches } from "../shared/purge.js";
+import { callStore, callStoreWithBody } from "../shared/store-call.js";
+import { isGoogleTransient, type LazyClient, newToken } from "./options.js";
 
 /** Run `attempt` again on transient errors, within the lock's retry policy. */
 export type Retrying = <T>(attempt: () => Promise<T>) => Promise<T>;

@@ -9,15 +9,15 @@ import { InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type { lockInTransaction } from "../../core/transaction.js";
 import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/types.js";
-import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
+import { attachRecords, GoogleStoreLock } from "../google/lock.js";
+import { googleLockOptions, loadOnce } from "../google/options.js";
+import type { RetryOptions } from "../google/retry-options.js";
 import { nameOption } from "../shared/options.js";
-import type { RetryOptions } from "../shared/retry-options.js";
 import { callStore } from "../shared/store-call.js";
 import type { SpannerDatabaseLike, SpannerModule, SpannerTransactionLike } from "./client.js";
 import { renderSchema, SpannerIo } from "./io.js";
 
-export type { RetryOptions } from "../shared/retry-options.js";
+export type { RetryOptions } from "../google/retry-options.js";
 export type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 
 /**

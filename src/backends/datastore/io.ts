@@ -3,8 +3,9 @@
 
 import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
 import type { ClaimOutcome, TransactionCompletion } from "../../core/types.js";
-import { conditionalWrite, fromStored, GRPC, toStored } from "../google/options.js";
-import type { RecordIo, Retrying } from "../google/records.js";
+import { conditionalWrite, GRPC } from "../google/grpc.js";
+import type { RecordIo, Retrying } from "../google/record-io.js";
+import { fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
 

@@ -1,151 +1,18 @@
-// What DatastoreLock and FirestoreLock share besides the record engine (google-records.ts):
-// the stored record, gRPC codes and the transient-error rule, the per-claim token, the client
-// made on first use, and the options both take.
-import { randomBytes } from "node:crypto";
+// The options every Google lock takes (a client, projectId, databaseId, ttlMs, retry), read
+// once and checked before any I/O; and the checks of a client option and of a store name.
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
+import { InvalidConfiguration } from "../../core/errors.js";
 import type { RetryPolicy } from "../../core/retry.js";
-import type { LockRecord } from "../../core/transitions.js";
-import { knownOptions, readOptions, stringOption, ttlOption } from "../../core/validate.js";
-import { clientOption } from "../shared/options.js";
+import {
+  describe,
+  knownOptions,
+  readOptions,
+  stringOption,
+  ttlOption,
+} from "../../core/validate.js";
+import { hasMethods } from "../shared/has-methods.js";
+import { LazyClient } from "./lazy-client.js";
 import { resolveRetry } from "./retry-options.js";
-
-// --- the stored record ---------------------------------------------------------------------
-
-/**
- * A record as an entity or document. `expiresAt` is a timestamp so a TTL policy on it can reap
- * the record; `key` is the idempotency key in clear, for a human reading the console.
- */
-export interface StoredRecord {
-  key: string;
-  state: "claimed" | "done";
-  fencingId: number;
-  leaseExpiresAt: number;
-  expiresAt: Date;
-  token: string;
-}
-
-/** The stored form of `record`, the record of `key`. */
-export function toStored(key: string, record: LockRecord): StoredRecord {
-  return {
-    key,
-    state: record.state,
-    fencingId: record.fencingId,
-    leaseExpiresAt: record.leaseExpiresAt,
-    expiresAt: new Date(record.expiresAt),
-    token: record.token ?? "",
-  };
-}
-
-/** The record in stored fields: `expiresAt` a Date (Datastore) or a Timestamp (Firestore). */
-export function fromStored(data: Record<string, unknown> | undefined): LockRecord | undefined {
-  if (data === undefined) return undefined;
-  const expiresAt = data.expiresAt as { toMillis?: () => number } | Date | undefined;
-  return {
-    state: data.state === "done" ? "done" : "claimed",
-    fencingId: Number(data.fencingId),
-    leaseExpiresAt: Number(data.leaseExpiresAt),
-    expiresAt:
-      expiresAt instanceof Date ? expiresAt.getTime() : Number(expiresAt?.toMillis?.() ?? 0),
-    token: String(data.token),
-  };
-}
-
-/** A per-claim random token: lets a retried claim recognise its own landed write. */
-export function newToken(): string {
-  return randomBytes(12).toString("base64url");
-}
-
-// --- gRPC codes --------------------------------------------------------------------------
-
-/** The gRPC status codes the two drivers reject with that we act on. */
-export const GRPC = {
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  ALREADY_EXISTS: 6,
-  FAILED_PRECONDITION: 9,
-  ABORTED: 10,
-  UNAVAILABLE: 14,
-} as const;
-
-/** The gRPC status code of a driver error, if it has one. */
-export function grpcCode(error: unknown): unknown {
-  return error !== null && typeof error === "object"
-    ? (error as { code?: unknown }).code
-    : undefined;
-}
-
-/**
- * Run a conditional write: true when it landed, false when the store refused it with one of
- * `refusals` (its condition did not hold: someone wrote first); any other error is rethrown.
- */
-export async function conditionalWrite(
-  refusals: readonly number[],
-  write: () => Promise<unknown>,
-): Promise<boolean> {
-  try {
-    await write();
-    return true;
-  } catch (error) {
-    if (refusals.includes(grpcCode(error) as number)) return false;
-    throw error;
-  }
-}
-
-const TRANSIENT_CODES = new Set<unknown>([GRPC.ABORTED, GRPC.UNAVAILABLE, GRPC.DEADLINE_EXCEEDED]);
-
-/** Transient: contention (ABORTED), an unreachable server, or the emulator's lock timeout. */
-export function isGoogleTransient(error: unknown): boolean {
-  if (TRANSIENT_CODES.has(grpcCode(error))) return true;
-  const message = error !== null && typeof error === "object" ? (error as Error).message : "";
-  return typeof message === "string" && /lock timeout|too much contention/i.test(message);
-}
-
-// --- the client -------------------------------------------------------------------------
-
-/**
- * `load` run on first use, its promise then shared; a rejection is not kept, so a failed
- * import (the driver not installed yet) is tried again by the next call.
- */
-export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
-  let pending: Promise<T> | undefined;
-  const forget = () => {
-    pending = undefined;
-  };
-  return () => {
-    if (pending === undefined) {
-      pending = load();
-      pending.catch(forget);
-    }
-    return pending;
-  };
-}
-
-/** The client a lock was given, or the one it makes on first use and then owns. */
-export class LazyClient<C> {
-  private created: (() => Promise<C>) | undefined;
-
-  constructor(
-    private readonly given: C | undefined,
-    private readonly create: () => Promise<C>,
-  ) {}
-
-  get(): Promise<C> {
-    if (this.given !== undefined) return Promise.resolve(this.given);
-    this.created ??= loadOnce(this.create);
-    return this.created();
-  }
-
-  /** Ends, with `end`, a client this made; a given one stays open. The next get() makes anew. */
-  async close(end: (client: C) => Promise<void>): Promise<void> {
-    const created = this.created;
-    if (created === undefined) return;
-    this.created = undefined;
-    const client = await created().catch(() => undefined);
-    if (client !== undefined) await end(client);
-  }
-}
-
-// --- options ------------------------------------------------------------------------------
 
 /** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
 const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
@@ -164,7 +31,7 @@ export interface GoogleClientSpec<C> {
   readonly create: (settings: Readonly<Record<string, string>>) => Promise<C>;
 }
 
-/** The options both locks take, checked; plus the lock's own options, read but not checked. */
+/** The options every Google lock takes, checked; plus the lock's own, read but not checked. */
 export interface GoogleLockSetup<C, K extends string> {
   readonly client: LazyClient<C>;
   /** Whether the caller gave a client (else one is made on first use, with the driver). */
@@ -214,4 +81,54 @@ export function googleLockOptions<C, K extends string>(
     retry: resolveRetry(read.retry, where),
     own,
   };
+}
+
+/**
+ * An optional client-like option: `undefined`, or an object with every one of `methods`.
+ * `what` says what was expected, for the message.
+ */
+function clientOption<T>(
+  name: string,
+  value: unknown,
+  methods: readonly string[],
+  what: string,
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (!hasMethods(value, methods)) {
+    throw new InvalidConfiguration(
+      `${name} must be ${what} (with ${methods.map((m) => `${m}()`).join(", ")}), got ${describe(value)}`,
+    );
+  }
+  return value as T;
+}
+
+const encoder = new TextEncoder();
+
+/** A lone surrogate (no exact UTF-8 form). No repeated group: a long name cannot overflow the stack. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * A store name (kind, collection): a well-formed string without U+0000 whose UTF-8 form is
+ * 1 to `maxBytes` bytes, matching `pattern` too. Otherwise a configuration error naming the
+ * option and saying what is `allowed`.
+ */
+export function nameOption(
+  name: string,
+  value: unknown,
+  maxBytes: number,
+  pattern: RegExp,
+  allowed: string,
+): string | undefined {
+  if (value === undefined) return undefined;
+  if (
+    typeof value !== "string" ||
+    value.length === 0 ||
+    value.includes("\0") ||
+    encoder.encode(value).length > maxBytes ||
+    LONE_SURROGATE.test(value) ||
+    !pattern.test(value)
+  ) {
+    throw new InvalidConfiguration(`${name} must be ${allowed}, got ${describe(value)}`);
+  }
+  return value;
 }

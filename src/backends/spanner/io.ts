@@ -9,7 +9,7 @@ import {
   unlessLapsed,
 } from "../../core/transitions.js";
 import type { ClaimOutcome, TransactionCompletion } from "../../core/types.js";
-import type { RecordIo, Retrying } from "../google/records.js";
+import type { RecordIo, Retrying } from "../google/record-io.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 import expiredSql from "./expired.sql";

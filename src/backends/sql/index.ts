@@ -28,7 +28,7 @@ import {
   readOptions,
   ttlOption,
 } from "../../core/validate.js";
-import { hasMethods } from "../shared/options.js";
+import { hasMethods } from "../shared/has-methods.js";
 import { purgeInBatches } from "../shared/purge.js";
 import { callStore, callStoreWithBody } from "../shared/store-call.js";
 import { type ConnectionGate, gateFor } from "./connection-gate.js";

@@ -4,4 +4,17 @@
  * @module gcp-pubsub-idempotency/sql
  */
 
-export * from "./lock.js";
+export { SqlLock } from "./lock.js";
+export type {
+  MysqlPoolConnectionLike,
+  MysqlPoolLike,
+  MysqlQueryable,
+} from "./mysql/client.js";
+export type {
+  PgPoolClientLike,
+  PgPoolLike,
+  PgQueryable,
+  PgResultLike,
+} from "./postgres/client.js";
+export type { SqliteDatabaseLike, SqliteStatementLike } from "./sqlite/client.js";
+export type { SqlClient, SqlDialect, SqlLockOptions, SqlTransaction } from "./types.js";

@@ -2,7 +2,7 @@
 import { COMMON_OPTIONS, type Command, EXIT, flag } from "./args.js";
 import { readLine } from "./inspect.js";
 import { type CliIo, formatSpan, writeJson } from "./output.js";
-import { openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+import { openStore, STORE_OPTIONS, storeSpecOf } from "./store/open.js";
 
 /** Redis needs no purge: every write sets PEXPIREAT at the record's expiry. */
 const SELF_EXPIRING =

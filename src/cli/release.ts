@@ -14,7 +14,7 @@ import {
 } from "./args.js";
 import { inspector, readLine, recordJson, recordText, statusOf } from "./inspect.js";
 import { type CliIo, shownKey, writeJson } from "./output.js";
-import { type OpenStore, openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+import { type OpenStore, openStore, STORE_OPTIONS, storeSpecOf } from "./store/open.js";
 
 export const releaseCommand: Command = {
   spec: {

@@ -1,9 +1,9 @@
 // The backend a command works on, from a URL: which store (a pure parse, checked once), and
 // then the store itself, with its driver loaded only when that store is named.
-import { importPeer, isMissingPackage, missingPeerText } from "../core/peer.js";
-import type { LockBackend } from "../core/types.js";
-import { type ParsedArgs, shown, UsageError } from "./args.js";
-import { shownKey } from "./output.js";
+import { importPeer, isMissingPackage, missingPeerText } from "../../core/peer.js";
+import type { LockBackend } from "../../core/types.js";
+import { type ParsedArgs, shown, UsageError } from "../args.js";
+import { shownKey } from "../output.js";
 
 /** A store named by a backend URL, before anything is opened. */
 export type StoreSpec =
@@ -228,7 +228,7 @@ export async function openStore(
     case "sqlite":
       return openSql(spec, option("--table"), ttl);
     case "datastore": {
-      const { DatastoreLock } = await import("../backends/datastore/index.js");
+      const { DatastoreLock } = await import("../../backends/datastore/index.js");
       const backend = new DatastoreLock({
         ...defined({ namespace: spec.namespace, kind: option("--kind") }),
         ...googleSettings(option),
@@ -246,7 +246,7 @@ export async function openStore(
       );
     }
     case "firestore": {
-      const { FirestoreLock } = await import("../backends/firestore/index.js");
+      const { FirestoreLock } = await import("../../backends/firestore/index.js");
       const backend = new FirestoreLock({
         ...defined({ collection: spec.collection }),
         ...googleSettings(option),
@@ -259,7 +259,7 @@ export async function openStore(
       );
     }
     case "spanner": {
-      const { SpannerLock } = await import("../backends/spanner/index.js");
+      const { SpannerLock } = await import("../../backends/spanner/index.js");
       const { kind: _, ...ids } = spec;
       const backend = new SpannerLock({ ...defined({ ...ids, table: option("--table") }), ...ttl });
       const at = `${spec.projectId === undefined ? "" : `projects/${spec.projectId}/`}instances/${spec.instanceId}/databases/${spec.databaseId}`;
@@ -295,7 +295,7 @@ async function openRedis(
   prefix: string | undefined,
   ttl: { ttlMs?: number },
 ): Promise<OpenStore> {
-  const { RedisLock } = await import("../backends/redis/index.js");
+  const { RedisLock } = await import("../../backends/redis/index.js");
   const where = new URL(url).host;
   const io = await loadDriver("redis", "ioredis", () => import("ioredis"), true);
   if (io !== undefined) {
@@ -342,7 +342,7 @@ async function openSql(
   table: string | undefined,
   ttl: { ttlMs?: number },
 ): Promise<OpenStore> {
-  const { SqlLock } = await import("../backends/sql/index.js");
+  const { SqlLock } = await import("../../backends/sql/index.js");
   const options = { ...defined({ table }), ...ttl };
   if (spec.kind === "postgres") {
     const pg = await loadDriver("postgres", "pg", () => import("pg"));

@@ -77,19 +77,13 @@ export class SqlStatements<Tx> {
     );
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
-    // The first attempt runs bare: a duplicate or a held key costs the statement alone.
-    try {
-      return await this.statement(() => this.claimOnce(key, leaseMs));
-    } catch (firstError) {
-      // A deadlock, serialization failure or busy database is retried with a jittered
-      // backoff: the first attempt's error stands in for attempt 1.
-      return callStore(this.backend, "claim", key, () =>
-        withRetry(CLAIM_RETRY, this.isTransient, (n) =>
-          n === 1 ? Promise.reject(firstError) : this.statement(() => this.claimOnce(key, leaseMs)),
-        ),
-      );
-    }
+  /** A deadlock, serialization failure or busy database is retried with a jittered backoff. */
+  claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    return callStore(this.backend, "claim", key, () =>
+      withRetry(CLAIM_RETRY, this.isTransient, () =>
+        this.statement(() => this.claimOnce(key, leaseMs)),
+      ),
+    );
   }
 
   complete({ key, fencingId }: Claim): Promise<boolean> {

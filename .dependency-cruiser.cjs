@@ -24,9 +24,16 @@ module.exports = {
       name: "core-knows-no-adapter",
       severity: "error",
       comment:
-        "The core (engine, verbs, telemetry, the port) never imports a surface, a backend, the CLI or /testing.",
+        "The core (engine, verbs, telemetry, the port) never imports a surface, a backend, the CLI or /testing; only the registry of the backends, which is data and imports nothing.",
       from: { path: "^src/core/" },
-      to: { path: "^src/(surfaces|backends|testing|cli)/" },
+      to: { path: "^src/(surfaces|backends|testing|cli)/", pathNot: "^src/backends/registry\\.ts$" },
+    },
+    {
+      name: "registry-is-data",
+      severity: "error",
+      comment: "The registry of the backends is read by the core and the CLI: it imports nothing.",
+      from: { path: "^src/backends/registry\\.ts$" },
+      to: {},
     },
     {
       name: "backends-implement-the-port-only",

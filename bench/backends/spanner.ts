@@ -10,8 +10,8 @@
  */
 import { Spanner } from "@google-cloud/spanner";
 import { SpannerLock } from "gcp-pubsub-idempotency/spanner";
-import { isGoogleTransient } from "../../src/backends/shared/google.js";
-import { resolveRetry } from "../../src/backends/shared/retry-options.js";
+import { isGoogleTransient } from "../../src/backends/google/grpc.js";
+import { resolveRetry } from "../../src/backends/google/retry-options.js";
 import { withRetry } from "../../src/core/retry.js";
 import { PROJECT } from "../../test/support/gcloud-emulator.js";
 import { freshDatabase, startSpannerEmulator } from "../../test/support/spanner-emulator.js";

@@ -4,7 +4,9 @@ import type { InspectedRecord, LockBackend } from "../core/port.js";
 import { assertValidKey } from "../core/validate.js";
 import { COMMON_OPTIONS, type Command, EXIT, flag } from "./args.js";
 import { type CliIo, formatMoment, shownKey, table, writeJson } from "./output.js";
-import { type OpenStore, openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+import { openStore } from "./store/open.js";
+import type { OpenStore } from "./store/reads.js";
+import { STORE_OPTIONS, storeSpecOf } from "./store/url.js";
 
 /** The first line of a command's text output: the store, and the prefix or table it read. */
 export function readLine(store: OpenStore): string {

@@ -2,7 +2,8 @@
 import { COMMON_OPTIONS, type Command, EXIT, flag } from "./args.js";
 import { readLine } from "./inspect.js";
 import { type CliIo, formatSpan, writeJson } from "./output.js";
-import { openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+import { openStore } from "./store/open.js";
+import { STORE_OPTIONS, storeSpecOf } from "./store/url.js";
 
 /** Redis needs no purge: every write sets PEXPIREAT at the record's expiry. */
 const SELF_EXPIRING =

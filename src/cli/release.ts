@@ -14,7 +14,9 @@ import {
 } from "./args.js";
 import { inspector, readLine, recordJson, recordText, statusOf } from "./inspect.js";
 import { type CliIo, shownKey, writeJson } from "./output.js";
-import { type OpenStore, openStore, STORE_OPTIONS, storeSpecOf } from "./store.js";
+import { openStore } from "./store/open.js";
+import type { OpenStore } from "./store/reads.js";
+import { STORE_OPTIONS, storeSpecOf } from "./store/url.js";
 
 export const releaseCommand: Command = {
   spec: {

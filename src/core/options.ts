@@ -1,9 +1,11 @@
+import { backendsWith } from "../backends/registry.js";
 import { DEFAULT_LEASE_MS } from "./constants.js";
 import { type HeartbeatPlan, planHeartbeat } from "./engine/heartbeat.js";
 import { InvalidConfiguration } from "./errors.js";
 import { guardLogger, jsonLogger } from "./logger.js";
 import type { LockBackend, TransactionalLockBackend } from "./port.js";
 import { resolveTelemetry, type TelemetrySettings } from "./telemetry/settings.js";
+import { trustedPort } from "./trusted-port.js";
 import type { Logger } from "./types.js";
 import {
   assertNonNegativeMs,
@@ -60,7 +62,7 @@ export function resolveLockOptions(
   assertNonNegativeMs("waitMs", waitMs);
   return {
     backend,
-    port: backend,
+    port: trustedPort(backend),
     leaseMs,
     waitMs,
     logger: guardLogger(loggerOption(o.logger)),
@@ -150,7 +152,7 @@ export function transactionalBackend<Tx>(
   }
   if (typeof method === "function") return backend as unknown as TransactionalLockBackend<Tx>;
   throw new InvalidConfiguration(
-    `${where} needs a backend with transactions (completeInTransaction: SqlLock, DatastoreLock, FirestoreLock, SpannerLock); ${backendName(backend)} has none`,
+    `${where} needs a backend with transactions (completeInTransaction: ${backendsWith("completeInTransaction").join(", ")}); ${backendName(backend)} has none`,
   );
 }
 

@@ -1,3 +1,4 @@
+import { withTtl } from "../backends/registry.js";
 import { MAX_KEY_BYTES, MAX_LEASE_MS, MAX_TTL_MS } from "./constants.js";
 import { describe, isArraySafe } from "./describe.js";
 import { InvalidConfiguration, InvalidKey } from "./errors.js";
@@ -166,15 +167,6 @@ export function assertKnownOptions(where: string, options: object, known: KnownO
 
 const TTL_NAMES = new Set(["ttl", "ttlms"]);
 const LEASE_NAMES = new Set(["lease", "leasems", "waitms"]);
-/** How each of our backends is built with a ttl, for the refusal of a ttl on a verb or surface. */
-const TTL_EXAMPLES: Readonly<Record<string, string>> = {
-  InMemoryLock: "new InMemoryLock({ ttlMs })",
-  RedisLock: "new RedisLock({ client, ttlMs })",
-  SqlLock: "new SqlLock({ client, ttlMs })",
-  DatastoreLock: "new DatastoreLock({ ttlMs })",
-  FirestoreLock: "new FirestoreLock({ ttlMs })",
-  SpannerLock: "new SpannerLock({ database, ttlMs })",
-};
 
 function unknownOption(
   where: string,
@@ -186,7 +178,7 @@ function unknownOption(
   const shown = optionName(key);
   const lower = key.toLowerCase();
   if (known.role === "lock" && TTL_NAMES.has(lower)) {
-    const example = TTL_EXAMPLES[backendClass(options)] ?? TTL_EXAMPLES.RedisLock;
+    const example = withTtl(backendClass(options)) ?? withTtl("RedisLock");
     return new InvalidConfiguration(
       `${shown} is an option of the backend, not of ${owner}: ${example}`,
     );

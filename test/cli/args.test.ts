@@ -12,7 +12,7 @@ import {
   wantsHelp,
 } from "../../src/cli/args.js";
 import { runCli } from "../../src/cli/main.js";
-import { parseStoreUrl, redact } from "../../src/cli/store.js";
+import { parseStoreUrl, redact } from "../../src/cli/store/url.js";
 import { MAX_TTL_MS } from "../../src/core/constants.js";
 import { fakeTerminal } from "../support/cli.js";
 

@@ -6,16 +6,31 @@
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
-import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/port.js";
-import { stringOption } from "../../core/validate.js";
-import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
-import { nameOption } from "../shared/options.js";
-import type { RetryOptions } from "../shared/retry-options.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../../core/port.js";
+import { offerTrustedPort } from "../../core/trusted-port.js";
+import {
+  assertFencingId,
+  assertPositiveMs,
+  assertValidKey,
+  stringOption,
+} from "../../core/validate.js";
+import { loadOnce } from "../google/lazy-client.js";
+import { googleLockOptions, nameOption } from "../google/options.js";
+import { GoogleRecords } from "../google/records.js";
+import type { RetryOptions } from "../google/retry-options.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
 import { DatastoreIo } from "./io.js";
 
-export type { RetryOptions } from "../shared/retry-options.js";
+export type { RetryOptions } from "../google/retry-options.js";
 export type { DatastoreLike, DatastoreQueryLike, DatastoreTransactionLike } from "./client.js";
 export { decodeName, encodeName } from "./io.js";
 
@@ -125,7 +140,6 @@ const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
  * ```
  */
 export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
-  extends GoogleStoreLock<DatastoreTransactionOf<D>>
   implements TransactionalLockBackend<DatastoreTransactionOf<D>>
 {
   /** Kind of the records. */
@@ -134,13 +148,13 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
   readonly namespace: string | undefined;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  private readonly records: GoogleRecords<DatastoreLike, DatastoreTransactionLike>;
 
   /**
    * Checks every option before any I/O (see {@link DatastoreLockOptions}): a value of the
    * wrong type or out of range throws {@link InvalidConfiguration} naming the option.
    */
   constructor(options: DatastoreLockOptions<D> = {}) {
-    super();
     const driver = loadOnce(() =>
       importPeer(
         "DatastoreLock",
@@ -175,11 +189,33 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
         "a non-empty name of at most 1,500 UTF-8 bytes, not of the form __name__",
       ) ?? "IdempotencyRecord";
     this.ttlMs = setup.ttlMs;
-    const io = new DatastoreIo(this.kind, this.namespace, driver);
-    attachRecords(this, io, setup);
+    this.records = new GoogleRecords(new DatastoreIo(this.kind, this.namespace, driver), setup);
+    if (new.target === DatastoreLock) offerTrustedPort(this, this.records.port());
     // Without a client of yours the driver is needed: loaded now, so that a surface built over
     // this lock reports its absence at once (the first call rejects with the same text).
     if (!setup.clientGiven) announcePeerLoading(this, driver());
+  }
+
+  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    assertValidKey(key);
+    assertPositiveMs("leaseMs", leaseMs);
+    return this.records.claim(key, leaseMs);
+  }
+
+  async complete(claim: Claim): Promise<boolean> {
+    assertValidKey(claim.key);
+    return this.records.complete(claim);
+  }
+
+  async release(claim: Claim): Promise<void> {
+    assertValidKey(claim.key);
+    return this.records.release(claim);
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertValidKey(claim.key);
+    assertPositiveMs("leaseMs", leaseMs);
+    return this.records.renew(claim, leaseMs);
   }
 
   /**
@@ -207,10 +243,46 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
    * });
    * ```
    */
-  override completeInTransaction<T>(
+  async completeInTransaction<T>(
     claim: Claim,
     body: (tx: DatastoreTransactionOf<D>) => Promise<T>,
   ): Promise<TransactionCompletion<T>> {
-    return super.completeInTransaction(claim, body);
+    assertValidKey(claim.key);
+    return this.records.completeInTransaction(
+      claim,
+      body as (tx: DatastoreTransactionLike) => Promise<T>,
+    );
+  }
+
+  /**
+   * Delete the records past their expiry at once, for what the kind's TTL policy has not
+   * reaped yet: 500 per transaction, each record judged again as it is deleted, so one
+   * reclaimed since the query is left alone.
+   */
+  purgeExpired(options?: PurgeOptions): Promise<number> {
+    return this.records.purgeExpired(options);
+  }
+
+  /**
+   * Closes the client if the lock made it (its gRPC channels); a given one stays open. A
+   * later call makes a new one.
+   */
+  close(): Promise<void> {
+    return this.records.close();
+  }
+
+  // Operator calls (the CLI's inspect and release), in this process's clock.
+
+  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
+  async inspect(key: string): Promise<InspectedRecord | undefined> {
+    assertValidKey(key);
+    return this.records.inspect(key);
+  }
+
+  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
+  async forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    assertValidKey(key);
+    assertFencingId(fencingId);
+    return this.records.forceRelease(key, fencingId);
   }
 }

@@ -3,8 +3,9 @@
 
 import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
 import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
-import { conditionalWrite, fromStored, GRPC, toStored } from "../shared/google.js";
-import type { RecordIo, Retrying } from "../shared/google-records.js";
+import { conditionalWrite, GRPC } from "../google/grpc.js";
+import type { RecordIo, Retrying } from "../google/record-io.js";
+import { fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
 

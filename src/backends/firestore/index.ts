@@ -6,15 +6,26 @@
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
-import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/port.js";
-import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
-import { nameOption } from "../shared/options.js";
-import type { RetryOptions } from "../shared/retry-options.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../../core/port.js";
+import { offerTrustedPort } from "../../core/trusted-port.js";
+import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import { loadOnce } from "../google/lazy-client.js";
+import { googleLockOptions, nameOption } from "../google/options.js";
+import { GoogleRecords } from "../google/records.js";
+import type { RetryOptions } from "../google/retry-options.js";
 import type { FirestoreLike, FirestoreModule, FirestoreTransactionLike } from "./client.js";
 import { FirestoreIo } from "./io.js";
 
-export type { RetryOptions } from "../shared/retry-options.js";
+export type { RetryOptions } from "../google/retry-options.js";
 export type {
   FirestoreCollectionLike,
   FirestoreDocumentLike,
@@ -119,20 +130,19 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
  * ```
  */
 export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
-  extends GoogleStoreLock<FirestoreTransactionOf<F>>
   implements TransactionalLockBackend<FirestoreTransactionOf<F>>
 {
   /** Collection of the records. */
   readonly collection: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  private readonly records: GoogleRecords<FirestoreLike, FirestoreTransactionLike>;
 
   /**
    * Checks every option before any I/O (see {@link FirestoreLockOptions}): a value of the
    * wrong type or out of range throws `InvalidConfiguration` naming the option.
    */
   constructor(options: FirestoreLockOptions<F> = {}) {
-    super();
     const driver = loadOnce(() =>
       importPeer(
         "FirestoreLock",
@@ -160,11 +170,33 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
         'one path segment of at most 1,500 UTF-8 bytes, not "." / ".." / __name__',
       ) ?? "idempotency-records";
     this.ttlMs = setup.ttlMs;
-    const io = new FirestoreIo(this.collection);
-    attachRecords(this, io, setup);
+    this.records = new GoogleRecords(new FirestoreIo(this.collection), setup);
+    if (new.target === FirestoreLock) offerTrustedPort(this, this.records.port());
     // Without a client of yours the driver is needed: loaded now, so that a surface built over
     // this lock reports its absence at once (the first call rejects with the same text).
     if (!setup.clientGiven) announcePeerLoading(this, driver());
+  }
+
+  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    assertValidKey(key);
+    assertPositiveMs("leaseMs", leaseMs);
+    return this.records.claim(key, leaseMs);
+  }
+
+  async complete(claim: Claim): Promise<boolean> {
+    assertValidKey(claim.key);
+    return this.records.complete(claim);
+  }
+
+  async release(claim: Claim): Promise<void> {
+    assertValidKey(claim.key);
+    return this.records.release(claim);
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertValidKey(claim.key);
+    assertPositiveMs("leaseMs", leaseMs);
+    return this.records.renew(claim, leaseMs);
   }
 
   /**
@@ -197,10 +229,46 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
    * });
    * ```
    */
-  override completeInTransaction<T>(
+  async completeInTransaction<T>(
     claim: Claim,
     body: (tx: FirestoreTransactionOf<F>) => Promise<T>,
   ): Promise<TransactionCompletion<T>> {
-    return super.completeInTransaction(claim, body);
+    assertValidKey(claim.key);
+    return this.records.completeInTransaction(
+      claim,
+      body as (tx: FirestoreTransactionLike) => Promise<T>,
+    );
+  }
+
+  /**
+   * Delete the records past their expiry at once, for what the collection's TTL policy has
+   * not reaped yet: 300 per batch, each deleted under its last-update-time precondition, so
+   * one reclaimed since the query is left alone.
+   */
+  purgeExpired(options?: PurgeOptions): Promise<number> {
+    return this.records.purgeExpired(options);
+  }
+
+  /**
+   * Terminates the Firestore instance if the lock made it; a given one stays open. A later
+   * call makes a new one.
+   */
+  close(): Promise<void> {
+    return this.records.close();
+  }
+
+  // Operator calls (the CLI's inspect and release), in this process's clock.
+
+  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
+  async inspect(key: string): Promise<InspectedRecord | undefined> {
+    assertValidKey(key);
+    return this.records.inspect(key);
+  }
+
+  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
+  async forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    assertValidKey(key);
+    assertFencingId(fencingId);
+    return this.records.forceRelease(key, fencingId);
   }
 }

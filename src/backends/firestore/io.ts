@@ -3,8 +3,9 @@
 import { InvalidConfiguration } from "../../core/errors.js";
 import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
 import { type Decide, purgeTransition } from "../../core/transitions.js";
-import { conditionalWrite, fromStored, GRPC, grpcCode, toStored } from "../shared/google.js";
-import type { RecordIo, Retrying } from "../shared/google-records.js";
+import { conditionalWrite, GRPC, grpcCode } from "../google/grpc.js";
+import type { RecordIo, Retrying } from "../google/record-io.js";
+import { fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { FirestoreDocumentLike, FirestoreLike, FirestoreTransactionLike } from "./client.js";
 

@@ -19,6 +19,7 @@ import {
   renewTransition,
   type Transition,
 } from "../../core/transitions.js";
+import { offerTrustedPort } from "../../core/trusted-port.js";
 import {
   assertFencingId,
   assertPositiveMs,
@@ -102,6 +103,14 @@ export class InMemoryLock implements LockBackend {
     const read = readOptions("InMemoryLock", options, true, NAMES, KNOWN);
     this.ttlMs = ttlOption(read.ttlMs, DEFAULT_TTL_MS);
     this.clock = functionOption<() => number>("now", read.now) ?? Date.now;
+    if (new.target === InMemoryLock) {
+      offerTrustedPort(this, {
+        claim: (key, leaseMs) => this.trustedClaim(key, leaseMs),
+        complete: (claim) => this.trustedComplete(claim),
+        release: (claim) => this.trustedRelease(claim),
+        renew: (claim, leaseMs) => this.trustedRenew(claim, leaseMs),
+      });
+    }
   }
 
   /** How many records are stored, live or awaiting deletion. */
@@ -123,41 +132,23 @@ export class InMemoryLock implements LockBackend {
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    const now = this.now();
-    this.sweep(now);
-    const { answer, write } = claimTransition(
-      this.records.get(key),
-      now,
-      { key, leaseMs, ttlMs: this.ttlMs },
-      this.deletedFence + 1,
-    );
-    // Map.set on a present key keeps its place: the sweep meets every record once per pass
-    // anyway, and a delete-then-set per reclaim costs V8 time growing with the map's size.
-    if (write !== undefined) this.records.set(key, write);
-    return answer;
+    return this.trustedClaim(key, leaseMs);
   }
 
   async complete(claim: Claim): Promise<boolean> {
     assertValidKey(claim.key);
-    const record = this.records.get(claim.key);
-    return this.keep(
-      claim.key,
-      completeTransition(record, this.now(), { claim, ttlMs: this.ttlMs }),
-    );
+    return this.trustedComplete(claim);
   }
 
   async release(claim: Claim): Promise<void> {
     assertValidKey(claim.key);
-    const record = this.records.get(claim.key);
-    this.keep(claim.key, releaseTransition(record, this.now(), { claim, ttlMs: this.ttlMs }));
+    return this.trustedRelease(claim);
   }
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
     assertValidKey(claim.key);
     assertPositiveMs("leaseMs", leaseMs);
-    const record = this.records.get(claim.key);
-    const call = { claim, leaseMs, ttlMs: this.ttlMs };
-    return this.keep(claim.key, renewTransition(record, this.now(), call));
+    return this.trustedRenew(claim, leaseMs);
   }
 
   async purgeExpired(options?: PurgeOptions): Promise<number> {
@@ -193,17 +184,42 @@ export class InMemoryLock implements LockBackend {
     for (const [key, record] of this.records) this.delete(key, record);
   }
 
+  // The port methods once their arguments are checked: what the trusted port runs.
+
+  private async trustedClaim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    const now = this.now();
+    this.sweep(now);
+    const call = { key, leaseMs, ttlMs: this.ttlMs };
+    return this.keep(key, claimTransition(this.records.get(key), now, call, this.deletedFence + 1));
+  }
+
+  private async trustedComplete(claim: Claim): Promise<boolean> {
+    const record = this.records.get(claim.key);
+    const call = { claim, ttlMs: this.ttlMs };
+    return this.keep(claim.key, completeTransition(record, this.now(), call));
+  }
+
+  private async trustedRelease(claim: Claim): Promise<void> {
+    const record = this.records.get(claim.key);
+    this.keep(claim.key, releaseTransition(record, this.now(), { claim, ttlMs: this.ttlMs }));
+  }
+
+  private async trustedRenew(claim: Claim, leaseMs: number): Promise<boolean> {
+    const record = this.records.get(claim.key);
+    const call = { claim, leaseMs, ttlMs: this.ttlMs };
+    return this.keep(claim.key, renewTransition(record, this.now(), call));
+  }
+
   private delete(key: string, record: LockRecord): void {
     this.records.delete(key);
     if (record.fencingId > this.deletedFence) this.deletedFence = record.fencingId;
   }
 
   /**
-   * Store what a fenced call's transition writes and give its answer. The verbs call the
-   * transition themselves, with no closure per call.
+   * Store what a transition writes and give its answer. Map.set on a present key keeps its
+   * place, so the sweep still meets every record once per pass.
    */
   private keep<A>(key: string, { answer, write }: Transition<A>): A {
-    // Map.set on a present key keeps its place in the sweep's insertion order.
     if (write !== undefined) this.records.set(key, write);
     return answer;
   }

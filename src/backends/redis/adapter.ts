@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { importPeer } from "../../core/peer.js";
-import { hasMethods } from "../shared/options.js";
+import { hasMethods } from "../shared/has-methods.js";
 
 /**
  * The slice of an ioredis `Redis` or `Cluster` this backend uses. Structural, so the

@@ -15,6 +15,7 @@ import type {
   InspectedRecord,
   LockBackend,
 } from "../../core/port.js";
+import { offerTrustedPort } from "../../core/trusted-port.js";
 import {
   assertFencingId,
   assertPositiveMs,
@@ -140,7 +141,7 @@ export class RedisLock implements LockBackend {
   /** Prepended to every idempotency key to form the Redis key. */
   readonly prefix: string;
   private readonly run: ScriptRunner;
-  /** ttlMs as the scripts take it, converted once. */
+  /** ttlMs as the scripts take it. */
   private readonly ttlText: string;
 
   /**
@@ -163,49 +164,36 @@ export class RedisLock implements LockBackend {
     assertValidPrefix(prefix);
     this.prefix = prefix;
     this.run = scriptRunner(read.client);
+    if (new.target === RedisLock) {
+      offerTrustedPort(this, {
+        claim: (key, leaseMs) => this.trustedClaim(key, leaseMs),
+        complete: (claim) => this.trustedComplete(claim),
+        release: (claim) => this.trustedRelease(claim),
+        renew: (claim, leaseMs) => this.trustedRenew(claim, leaseMs),
+      });
+    }
   }
 
   async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    const args = [String(leaseMs), this.ttlText, randomUUID()];
-    // The busiest call runs its script without call()'s frame: one promise fewer per claim.
-    let reply: unknown;
-    try {
-      reply = await this.run(CLAIM, this.prefix + key, args);
-    } catch (error) {
-      throw storeError("redis", "claim", key, error);
-    }
-    // claim.lua answers in integers: 0 done, a positive leaseExpiresAt held, {fence, until} won.
-    if (reply === 0) return DONE;
-    if (isInt(reply) && reply > 0) return { status: "held", leaseExpiresAt: reply };
-    if (Array.isArray(reply) && reply.length === 2) {
-      const fencingId: unknown = reply[0];
-      const leaseExpiresAt: unknown = reply[1];
-      if (isInt(fencingId) && isInt(leaseExpiresAt)) {
-        return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
-      }
-    }
-    throw unexpectedReply("claim", key, reply);
+    return this.trustedClaim(key, leaseMs);
   }
 
   async complete(claim: Claim): Promise<boolean> {
     assertValidKey(claim.key);
-    const args = [String(claim.fencingId), this.ttlText];
-    return flag("complete", claim.key, await this.call("complete", claim.key, COMPLETE, args));
+    return this.trustedComplete(claim);
   }
 
   async release(claim: Claim): Promise<void> {
     assertValidKey(claim.key);
-    const args = [String(claim.fencingId), this.ttlText];
-    flag("release", claim.key, await this.call("release", claim.key, RELEASE, args));
+    return this.trustedRelease(claim);
   }
 
   async renew(claim: Claim, leaseMs: number): Promise<boolean> {
     assertValidKey(claim.key);
     assertPositiveMs("leaseMs", leaseMs);
-    const args = [String(claim.fencingId), String(leaseMs), this.ttlText];
-    return flag("renew", claim.key, await this.call("renew", claim.key, RENEW, args));
+    return this.trustedRenew(claim, leaseMs);
   }
 
   // Operator calls (the CLI's inspect and release).
@@ -244,11 +232,43 @@ export class RedisLock implements LockBackend {
     throw unexpectedReply("forceRelease", key, reply);
   }
 
+  // The port methods once their arguments are checked: what the trusted port runs.
+
+  private async trustedClaim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    const args = [String(leaseMs), this.ttlText, randomUUID()];
+    const reply = await this.call("claim", key, CLAIM, args);
+    // claim.lua answers in integers: 0 done, a positive leaseExpiresAt held, {fence, until} won.
+    if (reply === 0) return DONE;
+    if (isInt(reply) && reply > 0) return { status: "held", leaseExpiresAt: reply };
+    if (Array.isArray(reply) && reply.length === 2) {
+      const fencingId: unknown = reply[0];
+      const leaseExpiresAt: unknown = reply[1];
+      if (isInt(fencingId) && isInt(leaseExpiresAt)) {
+        return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
+      }
+    }
+    throw unexpectedReply("claim", key, reply);
+  }
+
+  private async trustedComplete(claim: Claim): Promise<boolean> {
+    const args = [String(claim.fencingId), this.ttlText];
+    return flag("complete", claim.key, await this.call("complete", claim.key, COMPLETE, args));
+  }
+
+  private async trustedRelease(claim: Claim): Promise<void> {
+    const args = [String(claim.fencingId), this.ttlText];
+    flag("release", claim.key, await this.call("release", claim.key, RELEASE, args));
+  }
+
+  private async trustedRenew(claim: Claim, leaseMs: number): Promise<boolean> {
+    const args = [String(claim.fencingId), String(leaseMs), this.ttlText];
+    return flag("renew", claim.key, await this.call("renew", claim.key, RENEW, args));
+  }
+
   /**
    * Run one script on the record of `key`. Every failure (connection, timeout, READONLY, a
-   * script error) becomes a BackendError naming the operation and the key. No closure per
-   * call: the verbs read the reply themselves, and {@link unexpectedReply} names a reply no
-   * script gives.
+   * script error) becomes a BackendError naming the operation and the key; the verbs read
+   * the reply themselves, and {@link unexpectedReply} names a reply no script gives.
    */
   private async call(operation: string, key: string, s: Script, args: string[]): Promise<unknown> {
     try {
@@ -259,7 +279,7 @@ export class RedisLock implements LockBackend {
   }
 }
 
-/** A claim's answer for a done key: one shared, frozen object, as nothing in it varies. */
+/** A claim's answer for a done key: nothing in it varies, so one frozen object serves all. */
 const DONE: ClaimOutcome = Object.freeze({ status: "done" });
 
 function unexpectedReply(operation: string, key: string, reply: unknown): BackendError {

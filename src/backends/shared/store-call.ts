@@ -19,7 +19,7 @@ export async function callStore<T>(
   }
 }
 
-/** The error {@link callStore} throws for `error`, for a hot path that runs no closure. */
+/** The error {@link callStore} throws for `error`, for a caller that catches it itself. */
 export function storeError(
   backend: string,
   operation: string,

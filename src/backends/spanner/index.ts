@@ -7,16 +7,27 @@ import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
 import { InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
-import type { Claim, TransactionalLockBackend, TransactionCompletion } from "../../core/port.js";
-import { googleLockOptions, loadOnce } from "../shared/google.js";
-import { attachRecords, GoogleStoreLock } from "../shared/google-lock.js";
-import { nameOption } from "../shared/options.js";
-import type { RetryOptions } from "../shared/retry-options.js";
+import type {
+  Claim,
+  ClaimOutcome,
+  ForceReleaseOutcome,
+  InspectedRecord,
+  LockBackend,
+  PurgeOptions,
+  TransactionalLockBackend,
+  TransactionCompletion,
+} from "../../core/port.js";
+import { offerTrustedPort } from "../../core/trusted-port.js";
+import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import { loadOnce } from "../google/lazy-client.js";
+import { googleLockOptions, nameOption } from "../google/options.js";
+import { GoogleRecords } from "../google/records.js";
+import type { RetryOptions } from "../google/retry-options.js";
 import { callStore } from "../shared/store-call.js";
 import type { SpannerDatabaseLike, SpannerModule, SpannerTransactionLike } from "./client.js";
 import { renderSchema, SpannerIo } from "./io.js";
 
-export type { RetryOptions } from "../shared/retry-options.js";
+export type { RetryOptions } from "../google/retry-options.js";
 export type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 
 /**
@@ -108,7 +119,6 @@ const INSTANCE_PATTERN = /^[a-z][a-z0-9-]{0,62}[a-z0-9]$/;
  * ```
  */
 export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionLike>
-  extends GoogleStoreLock<Tx>
   implements TransactionalLockBackend<Tx>
 {
   /** Table of the records. */
@@ -116,13 +126,13 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
   private readonly database: () => Promise<SpannerDatabaseLike>;
+  private readonly records: GoogleRecords<SpannerDatabaseLike, SpannerTransactionLike>;
 
   /**
    * Checks every option before any I/O (see {@link SpannerLockOptions}): a value of the wrong
    * type or out of range throws `InvalidConfiguration` naming the option.
    */
   constructor(options: SpannerLockOptions<Tx> = {}) {
-    super();
     const driver = loadOnce(() =>
       importPeer(
         "SpannerLock",
@@ -172,10 +182,33 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
     this.ttlMs = setup.ttlMs;
     this.database = () => setup.client.get();
     const io = new SpannerIo(this.table, (database) => opened.get(database)?.close());
-    attachRecords(this, io, setup);
+    this.records = new GoogleRecords(io, setup);
+    if (new.target === SpannerLock) offerTrustedPort(this, this.records.port());
     // Without a client of yours the driver is needed: loaded now, so that a surface built over
     // this lock reports its absence at once (the first call rejects with the same text).
     if (!setup.clientGiven) announcePeerLoading(this, driver());
+  }
+
+  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    assertValidKey(key);
+    assertPositiveMs("leaseMs", leaseMs);
+    return this.records.claim(key, leaseMs);
+  }
+
+  async complete(claim: Claim): Promise<boolean> {
+    assertValidKey(claim.key);
+    return this.records.complete(claim);
+  }
+
+  async release(claim: Claim): Promise<void> {
+    assertValidKey(claim.key);
+    return this.records.release(claim);
+  }
+
+  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
+    assertValidKey(claim.key);
+    assertPositiveMs("leaseMs", leaseMs);
+    return this.records.renew(claim, leaseMs);
   }
 
   /** The DDL of the records table (`schema.sql`, shipped): for your own migrations. */
@@ -225,10 +258,46 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
    * });
    * ```
    */
-  override completeInTransaction<T>(
+  async completeInTransaction<T>(
     claim: Claim,
     body: (tx: Tx) => Promise<T>,
   ): Promise<TransactionCompletion<T>> {
-    return super.completeInTransaction(claim, body);
+    assertValidKey(claim.key);
+    return this.records.completeInTransaction(
+      claim,
+      body as (tx: SpannerTransactionLike) => Promise<T>,
+    );
+  }
+
+  /**
+   * Delete the records past their expiry at once, for what the row deletion policy has not
+   * reaped yet: 500 per read-write transaction, each record judged again as it is deleted,
+   * so one reclaimed since the query is left alone.
+   */
+  purgeExpired(options?: PurgeOptions): Promise<number> {
+    return this.records.purgeExpired(options);
+  }
+
+  /**
+   * Closes the database (and its Spanner client) if the lock opened it; a given one stays
+   * open. A later call opens a new one.
+   */
+  close(): Promise<void> {
+    return this.records.close();
+  }
+
+  // Operator calls (the CLI's inspect and release), in Spanner's clock.
+
+  /** The record of `key` as stored, and Spanner's time; see {@link LockBackend.inspect}. */
+  async inspect(key: string): Promise<InspectedRecord | undefined> {
+    assertValidKey(key);
+    return this.records.inspect(key);
+  }
+
+  /** Free a stuck claim seen at `fencingId`; see {@link LockBackend.forceRelease}. */
+  async forceRelease(key: string, fencingId: number): Promise<ForceReleaseOutcome> {
+    assertValidKey(key);
+    assertFencingId(fencingId);
+    return this.records.forceRelease(key, fencingId);
   }
 }

@@ -9,7 +9,7 @@ import {
   purgeTransition,
   unlessLapsed,
 } from "../../core/transitions.js";
-import type { RecordIo, Retrying } from "../shared/google-records.js";
+import type { RecordIo, Retrying } from "../google/record-io.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 import expiredSql from "./expired.sql";

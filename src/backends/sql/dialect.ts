@@ -76,7 +76,7 @@ export interface Dialect {
   readonly name: SqlDialect;
   /**
    * Methods a client must have to be detected as this dialect's driver. Detection tries the
-   * most specific shape first (see `DETECTION_ORDER` in index.ts).
+   * most specific shape first (see `DETECTION_ORDER` in dialects.ts).
    */
   readonly detectBy: readonly string[];
   /** Methods a client must have to be used with this dialect. */

@@ -4,9 +4,9 @@ import { assertNonNegativeMs, describe, readOptions } from "../../core/validate.
 
 /**
  * Bounds on the retry of transient store errors (ABORTED contention, UNAVAILABLE,
- * DEADLINE_EXCEEDED, the emulator's lock timeout) by `DatastoreLock` and `FirestoreLock`:
- * full-jitter exponential backoff until either bound is reached, then the call rejects
- * with a `BackendError`.
+ * DEADLINE_EXCEEDED, the emulator's lock timeout) by `DatastoreLock`, `FirestoreLock` and
+ * `SpannerLock`: full-jitter exponential backoff until either bound is reached, then the call
+ * rejects with a `BackendError`.
  *
  * The constructor checks every field: `attempts` a whole number from 1 to 100, the others
  * whole milliseconds from 0 to 2^31 − 1 (`MAX_LEASE_MS`); anything else throws an

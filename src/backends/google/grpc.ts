@@ -1,0 +1,45 @@
+// The gRPC status codes the Google drivers reject with, and what each lock makes of them: a
+// refused conditional write, or a transient failure worth another attempt.
+
+/** The gRPC status codes the drivers reject with that we act on. */
+export const GRPC = {
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  UNAVAILABLE: 14,
+} as const;
+
+/** The gRPC status code of a driver error, if it has one. */
+export function grpcCode(error: unknown): unknown {
+  return error !== null && typeof error === "object"
+    ? (error as { code?: unknown }).code
+    : undefined;
+}
+
+/**
+ * Run a conditional write: true when it landed, false when the store refused it with one of
+ * `refusals` (its condition did not hold: someone wrote first); any other error is rethrown.
+ */
+export async function conditionalWrite(
+  refusals: readonly number[],
+  write: () => Promise<unknown>,
+): Promise<boolean> {
+  try {
+    await write();
+    return true;
+  } catch (error) {
+    if (refusals.includes(grpcCode(error) as number)) return false;
+    throw error;
+  }
+}
+
+const TRANSIENT_CODES = new Set<unknown>([GRPC.ABORTED, GRPC.UNAVAILABLE, GRPC.DEADLINE_EXCEEDED]);
+
+/** Transient: contention (ABORTED), an unreachable server, or the emulator's lock timeout. */
+export function isGoogleTransient(error: unknown): boolean {
+  if (TRANSIENT_CODES.has(grpcCode(error))) return true;
+  const message = error !== null && typeof error === "object" ? (error as Error).message : "";
+  return typeof message === "string" && /lock timeout|too much contention/i.test(message);
+}

@@ -62,4 +62,4 @@ export {
   type PushAuthResult,
   type PushVerifier,
   type PushVerifierContext,
-} from "./surfaces/push-auth.js";
+} from "./surfaces/push-auth/verifier.js";

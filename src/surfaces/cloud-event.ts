@@ -3,16 +3,16 @@
 import { heldError } from "../core/engine/outcome.js";
 import { InvalidKey, UnkeyedMessage } from "../core/errors.js";
 import { readQuietly } from "../core/trace-context.js";
-import { cloudEventKey } from "./cloud-event-attributes.js";
 import type { RequestTimeoutOptions } from "./deadline.js";
 import { acked } from "./delivery-outcome.js";
+import { cloudEventKey } from "./formats/cloud-event-attributes.js";
 import {
   type CloudEventLike,
   cloudEventDeliveryAttempt,
   cloudEventMessageId,
   isObject,
   MESSAGE_PUBLISHED_TYPE,
-} from "./envelope.js";
+} from "./formats/parsed-message.js";
 import {
   buildGateway,
   type Delivery,

@@ -8,7 +8,15 @@ import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context
 import { readOptions } from "../core/validate.js";
 import { watchClient } from "./deadline.js";
 import { logFailure } from "./delivery-outcome.js";
-import type { ParsedMessage } from "./envelope.js";
+import type { ParsedMessage } from "./formats/parsed-message.js";
+import {
+  defaultMessageKey,
+  missingKeyReason,
+  type PushFormat,
+  READ_AS,
+  readPushRequest,
+  salvagedRef,
+} from "./formats/push-request.js";
 import {
   buildGateway,
   type Delivery,
@@ -23,15 +31,7 @@ import type {
   PushRequest,
 } from "./http-types.js";
 import { deliver } from "./pipeline.js";
-import { resolvePushAuthOptions, verifierFor } from "./push-auth.js";
-import {
-  defaultMessageKey,
-  missingKeyReason,
-  type PushFormat,
-  READ_AS,
-  readPushRequest,
-  salvagedRef,
-} from "./push-formats.js";
+import { resolvePushAuthOptions, verifierFor } from "./push-auth/verifier.js";
 
 /** What {@link idempotentHttp} takes besides the options of every surface. */
 const HTTP_OPTIONS = ["maxBodyBytes", "auth"] as const;

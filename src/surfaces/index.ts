@@ -1,7 +1,7 @@
 export { idempotent } from "./cloud-event.js";
-export { cloudEventKey, cloudEventSourceIdKey } from "./cloud-event-attributes.js";
 export type { RequestTimeoutOptions } from "./deadline.js";
 export { gatewayDisabled } from "./disabled.js";
+export { cloudEventKey, cloudEventSourceIdKey } from "./formats/cloud-event-attributes.js";
 export {
   type CloudEventAttributes,
   type CloudEventLike,
@@ -14,7 +14,14 @@ export {
   parseEnvelope,
   parsePubSubMessage,
   parsePushBody,
-} from "./envelope.js";
+} from "./formats/parsed-message.js";
+export {
+  defaultMessageKey,
+  type HttpHeadersLike,
+  type PushRequestHeaders,
+  parsePushRequest,
+  TRANSPORT_HEADERS,
+} from "./formats/push-request.js";
 export type { GatewayOptions, TransactionalGatewayOptions } from "./gateway.js";
 export { idempotentHttp } from "./http.js";
 export {
@@ -27,10 +34,3 @@ export {
   type Res,
 } from "./http-types.js";
 export { idempotentMessage } from "./pull.js";
-export {
-  defaultMessageKey,
-  type HttpHeadersLike,
-  type PushRequestHeaders,
-  parsePushRequest,
-  TRANSPORT_HEADERS,
-} from "./push-formats.js";

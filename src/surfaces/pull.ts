@@ -3,7 +3,7 @@
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
 import { acked, logFailure } from "./delivery-outcome.js";
-import type { PubSubMessageLike } from "./envelope.js";
+import type { PubSubMessageLike } from "./formats/parsed-message.js";
 import {
   buildGateway,
   type Delivery,

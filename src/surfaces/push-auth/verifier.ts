@@ -1,16 +1,16 @@
 import { Buffer } from "node:buffer";
-import { isArraySafe } from "../core/describe.js";
-import { InvalidConfiguration } from "../core/errors.js";
-import { errorText, guardLogger, jsonLogger } from "../core/logger.js";
-import { importPeer } from "../core/peer.js";
-import type { Logger } from "../core/types.js";
+import { isArraySafe } from "../../core/describe.js";
+import { InvalidConfiguration } from "../../core/errors.js";
+import { errorText, guardLogger, jsonLogger } from "../../core/logger.js";
+import { importPeer } from "../../core/peer.js";
+import type { Logger } from "../../core/types.js";
 import {
   describe,
   functionOption,
   knownOptions,
   readOptions,
   stringOption,
-} from "../core/validate.js";
+} from "../../core/validate.js";
 
 // Push authentication: Pub/Sub signs each authenticated push with a Google-issued OIDC token
 // (`Authorization: Bearer <JWT>`). google-auth-library (an optional peer, imported when a

@@ -8,9 +8,9 @@
 // `message` of its own) must never choose the key. One file over 350 lines because the
 // detection order is one decision: each format is recognised only after the ones before it.
 import { Buffer } from "node:buffer";
-import { MAX_KEY_BYTES } from "../core/constants.js";
-import { MalformedMessage } from "../core/errors.js";
-import type { MessageRef } from "../core/logger.js";
+import { MAX_KEY_BYTES } from "../../core/constants.js";
+import { MalformedMessage } from "../../core/errors.js";
+import type { MessageRef } from "../../core/logger.js";
 import {
   ATTRIBUTE_NAME,
   checkedAttributes,
@@ -31,7 +31,7 @@ import {
   makeMessage,
   type ParsedMessage,
   shown,
-} from "./envelope.js";
+} from "./parsed-message.js";
 
 /**
  * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`

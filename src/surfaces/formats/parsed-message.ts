@@ -4,7 +4,7 @@
 // reason texts, so a field is checked the same way whichever way it came. The HTTP push
 // formats (push-formats.ts) reuse those readers through the internal exports below.
 import { Buffer } from "node:buffer";
-import { MalformedMessage } from "../core/errors.js";
+import { MalformedMessage } from "../../core/errors.js";
 
 /**
  * The attributes of a CloudEvent that reached {@link idempotentHttp} over HTTP (binary or

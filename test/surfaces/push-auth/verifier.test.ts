@@ -7,20 +7,20 @@ import type { AddressInfo } from "node:net";
 import fc from "fast-check";
 import { OAuth2Client } from "google-auth-library";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { InvalidConfiguration } from "../../src/core/errors.js";
+import { InvalidConfiguration } from "../../../src/core/errors.js";
 import {
   createPushVerifier,
   type PushAuthOptions,
   type PushAuthResult,
   resolvePushAuthOptions,
-} from "../../src/surfaces/push-auth.js";
-import { simulatePushDeliveries } from "../../src/testing/index.js";
+} from "../../../src/surfaces/push-auth/verifier.js";
+import { simulatePushDeliveries } from "../../../src/testing/index.js";
 import {
   createTestIdentity,
   FORGED_PUSH_AUTH_STATUS,
   type ForgedPushAuthKind,
-} from "../../src/testing/push-auth.js";
-import { captureLogger } from "../support/logger.js";
+} from "../../../src/testing/push-auth.js";
+import { captureLogger } from "../../support/logger.js";
 
 // One key pair for the file: RSA key generation is the slow part on a busy machine.
 const identity = createTestIdentity({ audience: "https://orders.example.test/push" });

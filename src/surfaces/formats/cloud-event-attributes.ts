@@ -4,8 +4,8 @@
 // source + id is unique for each distinct event").
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { MAX_KEY_BYTES } from "../core/constants.js";
-import { InvalidKey } from "../core/errors.js";
+import { MAX_KEY_BYTES } from "../../core/constants.js";
+import { InvalidKey } from "../../core/errors.js";
 import {
   type CloudEventAttributes,
   cloudEventMessageId,
@@ -14,7 +14,7 @@ import {
   isTimestamp,
   MESSAGE_PUBLISHED_TYPE,
   shown,
-} from "./envelope.js";
+} from "./parsed-message.js";
 
 /** The attributes the spec names; anything else is an extension. */
 const NAMED = new Set([

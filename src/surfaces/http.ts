@@ -4,10 +4,11 @@
 import { heldText } from "../core/engine/outcome.js";
 import { MalformedMessage } from "../core/errors.js";
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
-import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
+import { PUBSUB_TRACEPARENT_ATTRIBUTE } from "../core/trace-context.js";
 import { readOptions } from "../core/validate.js";
 import { watchClient } from "./deadline.js";
 import { logFailure } from "./delivery-outcome.js";
+import { readQuietly } from "./formats/fields.js";
 import type { ParsedMessage } from "./formats/parsed-message.js";
 import {
   defaultMessageKey,

@@ -1,20 +1,18 @@
 export { idempotent } from "./cloud-event.js";
 export type { RequestTimeoutOptions } from "./deadline.js";
 export { gatewayDisabled } from "./disabled.js";
-export { cloudEventKey, cloudEventSourceIdKey } from "./formats/cloud-event-attributes.js";
+export type { CloudEventAttributes } from "./formats/cloud-event-attributes.js";
+export { cloudEventKey, cloudEventSourceIdKey } from "./formats/default-keys.js";
+export { parseEnvelope } from "./formats/envelope.js";
+export type { ParsedMessage, PushMessage } from "./formats/parsed-message.js";
 export {
-  type CloudEventAttributes,
   type CloudEventLike,
   cloudEventMessageId,
   MESSAGE_PUBLISHED_TYPE,
-  type ParsedMessage,
-  type PubSubMessageLike,
-  type PushMessage,
   parseCloudEvent,
-  parseEnvelope,
-  parsePubSubMessage,
-  parsePushBody,
-} from "./formats/parsed-message.js";
+} from "./formats/pubsub-cloud-event.js";
+export { type PubSubMessageLike, parsePubSubMessage } from "./formats/pull-message.js";
+export { parsePushBody } from "./formats/push-envelope.js";
 export {
   defaultMessageKey,
   type HttpHeadersLike,

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { MalformedMessage } from "../../src/core/errors.js";
-import { isTimestamp } from "../../src/surfaces/formats/parsed-message.js";
+import { isTimestamp } from "../../src/surfaces/formats/fields.js";
 import {
   cloudEventMessageId,
   idempotentMessage,

@@ -1,20 +1,43 @@
-// What the gateway reads of a CloudEvent that is not a Pub/Sub message: its attributes, checked
-// against the CloudEvents type system, and the idempotency key made of its `source` and `id`,
-// the pair the CloudEvents spec makes unique (spec 1.0, "id": "Producers MUST ensure that
-// source + id is unique for each distinct event").
-import { Buffer } from "node:buffer";
-import { createHash } from "node:crypto";
-import { MAX_KEY_BYTES } from "../../core/constants.js";
-import { InvalidKey } from "../../core/errors.js";
-import {
-  type CloudEventAttributes,
-  cloudEventMessageId,
-  fail,
-  isObject,
-  isTimestamp,
-  MESSAGE_PUBLISHED_TYPE,
-  shown,
-} from "./parsed-message.js";
+// The attributes of a CloudEvent that reached the HTTP surface (binary or structured mode),
+// checked against the CloudEvents type system (spec 1.0) as they are read.
+import { fail, isTimestamp, shown } from "./fields.js";
+
+/**
+ * The attributes of a CloudEvent that reached {@link idempotentHttp} over HTTP (binary or
+ * structured mode), as {@link ParsedMessage.event}. Frozen.
+ *
+ * @example
+ * ```ts
+ * import { idempotentHttp, InMemoryLock, type CloudEventAttributes } from "gcp-pubsub-idempotency";
+ *
+ * const handler = idempotentHttp({ backend: new InMemoryLock() }, async (message) => {
+ *   const event: CloudEventAttributes | undefined = message.event;
+ *   if (event?.type === "google.cloud.storage.object.v1.finalized") {
+ *     console.log(event.subject, message.json<{ name: string }>().name);
+ *   }
+ * });
+ * ```
+ */
+export interface CloudEventAttributes {
+  /** Always `1.0`: the only version the gateway reads. */
+  readonly specversion: string;
+  /** Unique within `source`. */
+  readonly id: string;
+  /** Who produced the event, a URI reference such as `//storage.googleapis.com/projects/_/buckets/b`. */
+  readonly source: string;
+  /** What happened, such as `google.cloud.storage.object.v1.finalized`. */
+  readonly type: string;
+  /** The media type of the data: the `content-type` header in binary mode. */
+  readonly datacontenttype?: string;
+  /** The schema the data adheres to. */
+  readonly dataschema?: string;
+  /** What the event is about within `source`, such as `objects/report.csv`. */
+  readonly subject?: string;
+  /** When it happened, RFC 3339. */
+  readonly time?: string;
+  /** Every other attribute (Eventarc's `bucket`, `methodname`, `traceparent`, …) as text. */
+  readonly extensions: Readonly<Record<string, string>>;
+}
 
 /** The attributes the spec names; anything else is an extension. */
 const NAMED = new Set([
@@ -91,65 +114,4 @@ export function checkedAttributes(
     fail(`the CloudEvent's ${where("time")} is not a timestamp: ${shown(named.time)}`);
   }
   return Object.freeze({ ...named, extensions: Object.freeze(extensions) }) as CloudEventAttributes;
-}
-
-/**
- * The idempotency key of a CloudEvent that is not a Pub/Sub message: its `source` and `id`
- * as the JSON array `[source, id]` (JSON.stringify: no spaces, non-ASCII characters as
- * they are), which no two distinct pairs share. When that text is over
- * {@link MAX_KEY_BYTES} it is replaced by `cloudevent-sha256:` and the hex SHA-256 of it, so
- * an event with a long source is still processed once rather than refused. Throws
- * {@link InvalidKey} for an empty source or id.
- *
- * @example
- * ```ts
- * import { cloudEventSourceIdKey } from "gcp-pubsub-idempotency";
- *
- * // The key to `inspect` or `release` for a Cloud Storage event:
- * cloudEventSourceIdKey("//storage.googleapis.com/projects/_/buckets/invoices", "7315150283471224");
- * // '["//storage.googleapis.com/projects/_/buckets/invoices","7315150283471224"]'
- * ```
- */
-export function cloudEventSourceIdKey(source: string, id: string): string {
-  if (typeof source !== "string" || source === "" || typeof id !== "string" || id === "") {
-    throw new InvalidKey(
-      `a CloudEvent key needs a non-empty source and id, got ${shown(source)} and ${shown(id)}`,
-    );
-  }
-  const key = JSON.stringify([source, id]);
-  if (key.length * 3 <= MAX_KEY_BYTES || Buffer.byteLength(key, "utf8") <= MAX_KEY_BYTES) {
-    return key;
-  }
-  return `cloudevent-sha256:${createHash("sha256").update(key, "utf8").digest("hex")}`;
-}
-
-/**
- * The default idempotency key of a CloudEvent as {@link idempotent} receives it: the Pub/Sub
- * messageId for a `messagePublished` event (or one without a type), {@link cloudEventSourceIdKey}
- * for any other type. Undefined when the event carries no usable id (refused, fail closed).
- *
- * @example
- * ```ts
- * import { cloudEventKey, idempotent, InMemoryLock } from "gcp-pubsub-idempotency";
- *
- * // Namespace the default key per service.
- * const key = (event: unknown) => {
- *   const id = cloudEventKey(event);
- *   return id === undefined ? undefined : `audit:${id}`;
- * };
- * const handler = idempotent({ backend: new InMemoryLock(), key }, async () => {});
- * ```
- */
-export function cloudEventKey(event: unknown): string | undefined {
-  if (!isObject(event)) return undefined;
-  const { type } = event;
-  if (type === undefined || type === MESSAGE_PUBLISHED_TYPE) return cloudEventMessageId(event);
-  const { source, id } = event;
-  if (typeof source !== "string" || typeof id !== "string" || source === "" || id === "") {
-    return undefined;
-  }
-  if (cloudEventStringFlaw(source) !== undefined || cloudEventStringFlaw(id) !== undefined) {
-    return undefined;
-  }
-  return cloudEventSourceIdKey(source, id);
 }

@@ -13,25 +13,24 @@ import { MalformedMessage } from "../../core/errors.js";
 import type { MessageRef } from "../../core/logger.js";
 import {
   ATTRIBUTE_NAME,
+  type CloudEventAttributes,
   checkedAttributes,
-  cloudEventSourceIdKey,
   cloudEventStringFlaw,
 } from "./cloud-event-attributes.js";
+import { cloudEventSourceIdKey } from "./default-keys.js";
 import {
-  type CloudEventAttributes,
   decodeBase64,
   fail,
-  fromEnvelopeObject,
   isBytes,
   isObject,
   isTimestamp,
   type Json,
   jsonObject,
-  MESSAGE_PUBLISHED_TYPE,
-  makeMessage,
-  type ParsedMessage,
   shown,
-} from "./parsed-message.js";
+} from "./fields.js";
+import { makeMessage, type ParsedMessage } from "./parsed-message.js";
+import { MESSAGE_PUBLISHED_TYPE } from "./pubsub-cloud-event.js";
+import { fromEnvelopeObject } from "./push-envelope.js";
 
 /**
  * The request headers structure the HTTP surface reads; `node:http`'s `IncomingHttpHeaders`

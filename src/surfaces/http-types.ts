@@ -4,7 +4,7 @@
 
 import type { RequestTimeoutOptions } from "./deadline.js";
 import type { ParsedMessage } from "./formats/parsed-message.js";
-import type { HttpHeadersLike } from "./formats/push-request.js";
+import type { HttpHeadersLike } from "./formats/request-headers.js";
 import type { GatewayOptions } from "./gateway.js";
 import type { PushAuthOptions } from "./push-auth/verifier.js";
 

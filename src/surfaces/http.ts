@@ -8,16 +8,12 @@ import { PUBSUB_TRACEPARENT_ATTRIBUTE } from "../core/trace-context.js";
 import { readOptions } from "../core/validate.js";
 import { watchClient } from "./deadline.js";
 import { logFailure } from "./delivery-outcome.js";
+import { defaultMessageKey, missingKeyReason } from "./formats/default-keys.js";
 import { readQuietly } from "./formats/fields.js";
 import type { ParsedMessage } from "./formats/parsed-message.js";
-import {
-  defaultMessageKey,
-  missingKeyReason,
-  type PushFormat,
-  READ_AS,
-  readPushRequest,
-  salvagedRef,
-} from "./formats/push-request.js";
+import { type PushFormat, READ_AS } from "./formats/push-format.js";
+import { readPushRequest } from "./formats/push-request.js";
+import { salvagedRef } from "./formats/salvaged-ref.js";
 import {
   buildGateway,
   type Delivery,

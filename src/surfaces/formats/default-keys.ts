@@ -8,7 +8,10 @@ import { MAX_KEY_BYTES } from "../../core/constants.js";
 import { InvalidKey } from "../../core/errors.js";
 import { cloudEventStringFlaw } from "./cloud-event-attributes.js";
 import { isObject, shown } from "./fields.js";
+import type { ParsedMessage } from "./parsed-message.js";
 import { cloudEventMessageId, MESSAGE_PUBLISHED_TYPE } from "./pubsub-cloud-event.js";
+import { type PushFormat, READ_AS } from "./push-format.js";
+import { MESSAGE_ID } from "./request-headers.js";
 
 /**
  * The idempotency key of a CloudEvent that is not a Pub/Sub message: its `source` and `id`
@@ -69,4 +72,56 @@ export function cloudEventKey(event: unknown): string | undefined {
     return undefined;
   }
   return cloudEventSourceIdKey(source, id);
+}
+
+/**
+ * The key `idempotentHttp` uses for a parsed message when no `key` option is given: the
+ * Pub/Sub messageId, or for a CloudEvent that is not a Pub/Sub message its source and id
+ * ({@link cloudEventSourceIdKey}). Undefined when there is none (an unwrapped push without
+ * write-metadata): such a message is refused unless a `key` option finds one.
+ *
+ * @example
+ * ```ts
+ * import { defaultMessageKey, idempotentHttp, InMemoryLock } from "gcp-pubsub-idempotency";
+ *
+ * // Namespace the default key of every format per service.
+ * const handler = idempotentHttp(
+ *   {
+ *     backend: new InMemoryLock(),
+ *     key: ({ message }) => {
+ *       const key = defaultMessageKey(message);
+ *       return key === undefined ? undefined : `billing:${key}`;
+ *     },
+ *   },
+ *   async () => {},
+ * );
+ * ```
+ */
+export function defaultMessageKey(message: ParsedMessage): string | undefined {
+  const { event } = message;
+  if (event !== undefined && event.type !== MESSAGE_PUBLISHED_TYPE) {
+    return cloudEventSourceIdKey(event.source, event.id);
+  }
+  return message.messageId === "" ? undefined : message.messageId;
+}
+
+/**
+ * Why a parsed push found no default key, for the 400 answer: what the gateway read it as
+ * and what was missing. Built only for a refusal.
+ */
+export function missingKeyReason(message: ParsedMessage, format: PushFormat): string {
+  const { event } = message;
+  if (event !== undefined) {
+    return event.type === MESSAGE_PUBLISHED_TYPE
+      ? `read as ${READ_AS[format]}: its data carries no Pub/Sub messageId; give options.key to key it otherwise`
+      : `read as ${READ_AS[format]}: its source and id make no key; give options.key to key it otherwise`;
+  }
+  if (message.messageId !== "") {
+    return `read as ${READ_AS[format]}: it has no key; give options.key to key it otherwise`;
+  }
+  return (
+    `read as ${READ_AS[format]} (${message.data.byteLength} bytes): no ${MESSAGE_ID} header ` +
+    "and no push envelope { message, subscription }, so no Pub/Sub messageId; turn on " +
+    "--push-no-wrapper-write-metadata, or give options.key"
+  );
 }

@@ -12,8 +12,11 @@ export const isObject = (value: unknown): value is Json =>
 
 export const isBytes = (value: unknown): value is Uint8Array => value instanceof Uint8Array;
 
+/** How every reason of {@link fail} starts; the HTTP surface puts the format it read instead. */
+export const MALFORMED_PREFIX = "malformed Pub/Sub message: ";
+
 export function fail(reason: string): never {
-  throw new MalformedMessage(`malformed Pub/Sub message: ${reason}`);
+  throw new MalformedMessage(`${MALFORMED_PREFIX}${reason}`);
 }
 
 /** A one-line, bounded rendering of an offending value for a reason text. */

@@ -6,7 +6,7 @@ import type { RequestTimeoutOptions } from "./deadline.js";
 import type { ParsedMessage } from "./formats/parsed-message.js";
 import type { HttpHeadersLike } from "./formats/request-headers.js";
 import type { GatewayOptions } from "./gateway.js";
-import type { PushAuthOptions } from "./push-auth/verifier.js";
+import type { PushAuthOptions } from "./push-auth/options.js";
 
 /**
  * The least of a request {@link idempotentHttp} reads: functions-framework, Express and

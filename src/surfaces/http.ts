@@ -28,7 +28,8 @@ import type {
   PushRequest,
 } from "./http-types.js";
 import { deliver } from "./pipeline.js";
-import { resolvePushAuthOptions, verifierFor } from "./push-auth/verifier.js";
+import { resolvePushAuthOptions } from "./push-auth/options.js";
+import { verifierFor } from "./push-auth/verifier.js";
 
 /** What {@link idempotentHttp} takes besides the options of every surface. */
 const HTTP_OPTIONS = ["maxBodyBytes", "auth"] as const;

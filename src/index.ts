@@ -54,12 +54,10 @@ export {
   type TransactionalLockOptions,
 } from "./core/verbs/transaction.js";
 export * from "./surfaces/index.js";
-export {
-  createPushVerifier,
-  type PushAuthAccepted,
-  type PushAuthOptions,
-  type PushAuthRefused,
-  type PushAuthResult,
-  type PushVerifier,
-  type PushVerifierContext,
-} from "./surfaces/push-auth.js";
+export type { PushAuthOptions, PushVerifierContext } from "./surfaces/push-auth/options.js";
+export type {
+  PushAuthAccepted,
+  PushAuthRefused,
+  PushAuthResult,
+} from "./surfaces/push-auth/verdict.js";
+export { createPushVerifier, type PushVerifier } from "./surfaces/push-auth/verifier.js";

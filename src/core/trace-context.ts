@@ -32,20 +32,6 @@ export function parseTraceparent(value: unknown): SpanContext | undefined {
   return { traceId, spanId, traceFlags: Number.parseInt(flags, 16) & 0xff, isRemote: true };
 }
 
-/** One property of a hostile object, or undefined when it cannot be read without throwing. */
-export function readQuietly(object: unknown, name: string): unknown {
-  if (object === null || (typeof object !== "object" && typeof object !== "function")) {
-    return undefined;
-  }
-  try {
-    const descriptor = Object.getOwnPropertyDescriptor(object, name);
-    // Only a plain data property: a getter is the sender's code, and it is not run for a trace.
-    return descriptor !== undefined && "value" in descriptor ? descriptor.value : undefined;
-  } catch {
-    return undefined; // A Proxy whose trap throws.
-  }
-}
-
 /** The first valid context among `candidates`, in order; undefined when none is valid. */
 export function firstTraceparent(...candidates: unknown[]): SpanContext | undefined {
   for (const candidate of candidates) {

@@ -2,17 +2,16 @@
 // are resolve (204, ack) and reject (500, nack).
 import { heldError } from "../core/engine/outcome.js";
 import { InvalidKey, UnkeyedMessage } from "../core/errors.js";
-import { readQuietly } from "../core/trace-context.js";
-import { cloudEventKey } from "./cloud-event-attributes.js";
 import type { RequestTimeoutOptions } from "./deadline.js";
 import { acked } from "./delivery-outcome.js";
+import { cloudEventKey } from "./formats/default-keys.js";
+import { isObject, readQuietly } from "./formats/fields.js";
 import {
   type CloudEventLike,
   cloudEventDeliveryAttempt,
   cloudEventMessageId,
-  isObject,
   MESSAGE_PUBLISHED_TYPE,
-} from "./envelope.js";
+} from "./formats/pubsub-cloud-event.js";
 import {
   buildGateway,
   type Delivery,

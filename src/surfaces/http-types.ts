@@ -3,10 +3,10 @@
 // key function receives.
 
 import type { RequestTimeoutOptions } from "./deadline.js";
-import type { ParsedMessage } from "./envelope.js";
+import type { ParsedMessage } from "./formats/parsed-message.js";
+import type { HttpHeadersLike } from "./formats/request-headers.js";
 import type { GatewayOptions } from "./gateway.js";
-import type { PushAuthOptions } from "./push-auth.js";
-import type { HttpHeadersLike } from "./push-formats.js";
+import type { PushAuthOptions } from "./push-auth/options.js";
 
 /**
  * The least of a request {@link idempotentHttp} reads: functions-framework, Express and

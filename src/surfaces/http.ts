@@ -4,11 +4,16 @@
 import { heldText } from "../core/engine/outcome.js";
 import { MalformedMessage } from "../core/errors.js";
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
-import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
+import { PUBSUB_TRACEPARENT_ATTRIBUTE } from "../core/trace-context.js";
 import { readOptions } from "../core/validate.js";
 import { watchClient } from "./deadline.js";
 import { logFailure } from "./delivery-outcome.js";
-import type { ParsedMessage } from "./envelope.js";
+import { defaultMessageKey, missingKeyReason } from "./formats/default-keys.js";
+import { readQuietly } from "./formats/fields.js";
+import type { ParsedMessage } from "./formats/parsed-message.js";
+import { type PushFormat, READ_AS } from "./formats/push-format.js";
+import { readPushRequest } from "./formats/push-request.js";
+import { salvagedRef } from "./formats/salvaged-ref.js";
 import {
   buildGateway,
   type Delivery,
@@ -23,15 +28,8 @@ import type {
   PushRequest,
 } from "./http-types.js";
 import { deliver } from "./pipeline.js";
-import { resolvePushAuthOptions, verifierFor } from "./push-auth.js";
-import {
-  defaultMessageKey,
-  missingKeyReason,
-  type PushFormat,
-  READ_AS,
-  readPushRequest,
-  salvagedRef,
-} from "./push-formats.js";
+import { resolvePushAuthOptions } from "./push-auth/options.js";
+import { verifierFor } from "./push-auth/verifier.js";
 
 /** What {@link idempotentHttp} takes besides the options of every surface. */
 const HTTP_OPTIONS = ["maxBodyBytes", "auth"] as const;

@@ -1,20 +1,21 @@
 export { idempotent } from "./cloud-event.js";
-export { cloudEventKey, cloudEventSourceIdKey } from "./cloud-event-attributes.js";
 export type { RequestTimeoutOptions } from "./deadline.js";
 export { gatewayDisabled } from "./disabled.js";
+export type { CloudEventAttributes } from "./formats/cloud-event-attributes.js";
+export { cloudEventKey, cloudEventSourceIdKey, defaultMessageKey } from "./formats/default-keys.js";
+export { parseEnvelope } from "./formats/envelope.js";
+export type { ParsedMessage, PushMessage } from "./formats/parsed-message.js";
 export {
-  type CloudEventAttributes,
   type CloudEventLike,
   cloudEventMessageId,
   MESSAGE_PUBLISHED_TYPE,
-  type ParsedMessage,
-  type PubSubMessageLike,
-  type PushMessage,
   parseCloudEvent,
-  parseEnvelope,
-  parsePubSubMessage,
-  parsePushBody,
-} from "./envelope.js";
+} from "./formats/pubsub-cloud-event.js";
+export { type PubSubMessageLike, parsePubSubMessage } from "./formats/pull-message.js";
+export { parsePushBody } from "./formats/push-envelope.js";
+export { parsePushRequest } from "./formats/push-request.js";
+export type { HttpHeadersLike, PushRequestHeaders } from "./formats/request-headers.js";
+export { TRANSPORT_HEADERS } from "./formats/transport-headers.js";
 export type { GatewayOptions, TransactionalGatewayOptions } from "./gateway.js";
 export { idempotentHttp } from "./http.js";
 export {
@@ -27,10 +28,3 @@ export {
   type Res,
 } from "./http-types.js";
 export { idempotentMessage } from "./pull.js";
-export {
-  defaultMessageKey,
-  type HttpHeadersLike,
-  type PushRequestHeaders,
-  parsePushRequest,
-  TRANSPORT_HEADERS,
-} from "./push-formats.js";

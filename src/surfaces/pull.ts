@@ -1,9 +1,10 @@
 // The pull surface: a `subscription.on("message")` listener, which settles each message with
 // ack() or nack() and, since the emitter ignores promises, never rejects.
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
-import { PUBSUB_TRACEPARENT_ATTRIBUTE, readQuietly } from "../core/trace-context.js";
+import { PUBSUB_TRACEPARENT_ATTRIBUTE } from "../core/trace-context.js";
 import { acked, logFailure } from "./delivery-outcome.js";
-import type { PubSubMessageLike } from "./envelope.js";
+import { readQuietly } from "./formats/fields.js";
+import type { PubSubMessageLike } from "./formats/pull-message.js";
 import {
   buildGateway,
   type Delivery,

@@ -2,7 +2,7 @@
 // CloudEvent objects and a fake pull Message that records how it was settled. Just over 350
 // lines because every builder shares the payload, id and attribute rules above them.
 import { Buffer } from "node:buffer";
-import { MESSAGE_PUBLISHED_TYPE } from "../surfaces/envelope.js";
+import { MESSAGE_PUBLISHED_TYPE } from "../surfaces/formats/pubsub-cloud-event.js";
 
 /**
  * A message payload for the builders below: bytes and strings go as they are, anything

@@ -6,7 +6,7 @@ import {
   randomBytes,
   sign as signBytes,
 } from "node:crypto";
-import type { PushAuthOptions } from "../surfaces/push-auth.js";
+import type { PushAuthOptions } from "../surfaces/push-auth/options.js";
 
 // Tokens shaped like the OIDC tokens Pub/Sub attaches to an authenticated push, signed with a
 // key pair made here, so push authentication can be tested offline: hand `certificates` to the

@@ -4,7 +4,7 @@ import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InvalidConfiguration } from "../core/errors.js";
-import { parsePushRequest } from "../surfaces/push-formats.js";
+import { parsePushRequest } from "../surfaces/formats/push-request.js";
 import { type MessageFields, type Payload, type PushBody, pushBody } from "./messages.js";
 import type { createTestIdentity } from "./push-auth.js";
 import {

@@ -3,7 +3,7 @@ import { getTestServer } from "@google-cloud/functions-framework/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
 import { InProgress, UnkeyedMessage } from "../../src/core/errors.js";
-import { parseCloudEvent } from "../../src/surfaces/envelope.js";
+import { parseCloudEvent } from "../../src/surfaces/formats/pubsub-cloud-event.js";
 import { idempotent } from "../../src/surfaces/index.js";
 import { binaryCloudEvent, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
 import { captureLogger, gate, listen, post } from "./helpers.js";

@@ -1,6 +1,6 @@
 // idempotentHttp with `auth`: the token is checked before the body is read, and a refused
 // push reaches neither the store nor the handler. The verifier itself is pinned in
-// push-auth.test.ts; here it is the surface's wiring, on real servers.
+// push-auth/verifier.test.ts; here it is the surface's wiring, on real servers.
 import { createServer } from "node:http";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";

@@ -7,20 +7,16 @@ import type { AddressInfo } from "node:net";
 import fc from "fast-check";
 import { OAuth2Client } from "google-auth-library";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { InvalidConfiguration } from "../../src/core/errors.js";
-import {
-  createPushVerifier,
-  type PushAuthOptions,
-  type PushAuthResult,
-  resolvePushAuthOptions,
-} from "../../src/surfaces/push-auth.js";
-import { simulatePushDeliveries } from "../../src/testing/index.js";
+import type { PushAuthOptions } from "../../../src/surfaces/push-auth/options.js";
+import type { PushAuthResult } from "../../../src/surfaces/push-auth/verdict.js";
+import { createPushVerifier } from "../../../src/surfaces/push-auth/verifier.js";
+import { simulatePushDeliveries } from "../../../src/testing/index.js";
 import {
   createTestIdentity,
   FORGED_PUSH_AUTH_STATUS,
   type ForgedPushAuthKind,
-} from "../../src/testing/push-auth.js";
-import { captureLogger } from "../support/logger.js";
+} from "../../../src/testing/push-auth.js";
+import { captureLogger } from "../../support/logger.js";
 
 // One key pair for the file: RSA key generation is the slow part on a busy machine.
 const identity = createTestIdentity({ audience: "https://orders.example.test/push" });
@@ -53,43 +49,6 @@ function refusal(result: PushAuthResult) {
   if (result.ok) throw new Error(`accepted: ${JSON.stringify(result)}`);
   return result;
 }
-
-describe("push authentication options", () => {
-  it.each([
-    [undefined, "auth needs an options object"],
-    [{}, "auth.audience is required"],
-    [{ audience: "" }, "auth.audience must be a non-empty string"],
-    [{ audience: "has space" }, "auth.audience must be"],
-    [{ audience: 42 }, "auth.audience must be"],
-    [{ audience: "a", serviceAccountEmail: "not-an-email" }, "auth.serviceAccountEmail must be"],
-    [{ audience: "a", serviceAccountEmail: [] }, "auth.serviceAccountEmail must name at least one"],
-    [{ audience: "a", serviceAccountEmail: ["x@y.z", 7] }, "auth.serviceAccountEmail must be"],
-    [{ audience: "a", certificates: {} }, "auth.certificates must be a function"],
-    [
-      { audience: "a", serviceAccountEmails: "x@y.z" },
-      "`serviceAccountEmails` is not an option of auth; did you mean `serviceAccountEmail`?",
-    ],
-  ])("refuses %j at build time, naming the field", (auth, message) => {
-    expect(() => createPushVerifier(auth as PushAuthOptions)).toThrow(InvalidConfiguration);
-    expect(() => resolvePushAuthOptions(auth)).toThrow(message);
-  });
-
-  it("turns a throwing getter into a configuration error", () => {
-    const hostile = {
-      get audience(): string {
-        throw new Error("boom");
-      },
-    };
-    expect(() => resolvePushAuthOptions(hostile)).toThrow(InvalidConfiguration);
-  });
-
-  it("keeps one email or several, lower-cased", () => {
-    const one = resolvePushAuthOptions({ audience: "a", serviceAccountEmail: "Push@P.iam.x" });
-    expect([...(one.serviceAccountEmails ?? [])]).toEqual(["push@p.iam.x"]);
-    const two = resolvePushAuthOptions({ audience: "a", serviceAccountEmail: ["a@b.c", "d@e.f"] });
-    expect(two.serviceAccountEmails?.size).toBe(2);
-  });
-});
 
 describe("push authentication", () => {
   it("accepts a valid token and says whose it is, logging nothing", async () => {

@@ -1,9 +1,9 @@
 import { Buffer } from "node:buffer";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { InMemoryLock } from "../../src/backends/memory/index.js";
-import { MalformedMessage } from "../../src/core/errors.js";
-import { isTimestamp } from "../../src/surfaces/envelope.js";
+import { InMemoryLock } from "../../../src/backends/memory/index.js";
+import { MalformedMessage } from "../../../src/core/errors.js";
+import { isTimestamp } from "../../../src/surfaces/formats/fields.js";
 import {
   cloudEventMessageId,
   idempotentMessage,
@@ -11,9 +11,9 @@ import {
   parseEnvelope,
   parsePubSubMessage,
   parsePushBody,
-} from "../../src/surfaces/index.js";
-import { fakeMessage, pushBody, structuredCloudEvent } from "../../src/testing/index.js";
-import { captureLogger } from "./helpers.js";
+} from "../../../src/surfaces/index.js";
+import { fakeMessage, pushBody, structuredCloudEvent } from "../../../src/testing/index.js";
+import { captureLogger } from "../helpers.js";
 
 describe("the envelope parser", () => {
   it("reads a raw push body in camelCase and snake_case", () => {

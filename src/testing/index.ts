@@ -7,13 +7,9 @@
  * @module gcp-pubsub-idempotency/testing
  */
 export { createFakeClock, type FakeClock } from "./clock.js";
-export {
-  type BackendContractTarget,
-  describeBackendContract,
-  type NodeTestFunctions,
-  nodeTestRunner,
-  type TestRunner,
-} from "./contract.js";
+export { describeBackendContract } from "./contract.js";
+export { type NodeTestFunctions, nodeTestRunner, type TestRunner } from "./contract-runner.js";
+export type { BackendContractTarget } from "./contract-target.js";
 export type { TransactionalContractTarget } from "./contract-transactions.js";
 export {
   type BinaryCloudEvent,

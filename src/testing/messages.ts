@@ -1,6 +1,6 @@
 // Builders of Pub/Sub messages as tests need them: payloads, message ids, push bodies,
-// CloudEvent objects and a fake pull Message that records how it was settled. Just over 350
-// lines because every builder shares the payload, id and attribute rules above them.
+// CloudEvent objects and a fake pull Message that records how it was settled; every builder
+// shares the payload, id and attribute rules.
 import { Buffer } from "node:buffer";
 import { MESSAGE_PUBLISHED_TYPE } from "../surfaces/formats/pubsub-cloud-event.js";
 

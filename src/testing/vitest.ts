@@ -6,11 +6,9 @@
  * @module gcp-pubsub-idempotency/testing/vitest
  */
 import { afterAll, beforeAll, describe, it, type TestContext } from "vitest";
-import {
-  type BackendContractTarget,
-  describeBackendContract as describeWithRunner,
-  type TestRunner,
-} from "./contract.js";
+import { describeBackendContract as describeWithRunner } from "./contract.js";
+import type { TestRunner } from "./contract-runner.js";
+import type { BackendContractTarget } from "./contract-target.js";
 
 export * from "./index.js";
 

@@ -83,8 +83,9 @@ export const inspectCommand: Command = {
   usage: "KEY...",
   description:
     "Reads the record of each KEY and shows its state, fencing id, lease end and expiry,\n" +
-    "judged by the store's own clock (Redis TIME, the SQL server's now(); this machine's clock\n" +
-    "for Datastore and Firestore). Writes nothing. Put -- before keys that begin with -.",
+    "judged by the store's own clock (Redis TIME, the SQL server's now(), Spanner's commit\n" +
+    "timestamp; this machine's clock for Datastore and Firestore). Writes nothing. Put --\n" +
+    "before keys that begin with -.",
   async run(args, io: CliIo) {
     const keys = args.positionals;
     for (const key of keys) assertValidKey(key);

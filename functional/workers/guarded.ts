@@ -144,7 +144,7 @@ export const logger: Logger = {
     // The body records its own failures (the cloudEvent surface never logs them here).
     else if (!message.startsWith("the handler threw"))
       record({
-        kind: message.startsWith("the gateway failed before the handler")
+        kind: message.startsWith("the delivery failed outside the handler")
           ? "store_error"
           : "failed",
         key: String(fields?.key ?? ""),

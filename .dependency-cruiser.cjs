@@ -26,7 +26,10 @@ module.exports = {
       comment:
         "The core (engine, verbs, telemetry, the port) never imports a surface, a backend, the CLI or /testing; only the registry of the backends, which is data and imports nothing.",
       from: { path: "^src/core/" },
-      to: { path: "^src/(surfaces|backends|testing|cli)/", pathNot: "^src/backends/registry\\.ts$" },
+      to: {
+        path: "^src/(surfaces|backends|testing|cli)/",
+        pathNot: "^src/backends/registry\\.ts$",
+      },
     },
     {
       name: "registry-is-data",

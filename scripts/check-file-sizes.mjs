@@ -22,15 +22,21 @@ function check(path) {
   const text = readFileSync(path, "utf8");
   const lines = text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
   const name = relative(root, path);
-  if (lines > MAX_LINES) offenders.push(`${name}: ${lines} lines (at most ${MAX_LINES}); split it by concern`);
+  if (lines > MAX_LINES)
+    offenders.push(`${name}: ${lines} lines (at most ${MAX_LINES}); split it by concern`);
   // Comments joined across their line breaks, so an excuse split over two lines is found too.
   const comments = text.replace(/\n\s*(\/\/|\*)\s*/g, " ");
   const excuse = comments.match(EXCUSE);
-  if (excuse) offenders.push(`${name}: a comment excuses its size ("…${excuse[0]}…"); split the file instead`);
+  if (excuse)
+    offenders.push(
+      `${name}: a comment excuses its size ("…${excuse[0]}…"); split the file instead`,
+    );
 }
 walk(join(root, "src"));
 if (offenders.length > 0) {
-  console.error(`check:size: ${offenders.length} problem(s) in src/:\n${offenders.map((o) => `  ${o}`).join("\n")}`);
+  console.error(
+    `check:size: ${offenders.length} problem(s) in src/:\n${offenders.map((o) => `  ${o}`).join("\n")}`,
+  );
   process.exit(1);
 }
 console.log(`check:size: every TypeScript file in src/ has at most ${MAX_LINES} lines`);

@@ -1,6 +1,6 @@
 // The HTTP push surface: authenticate the push (when asked), read and parse its body, deliver
 // it, and answer with a status Pub/Sub understands. The types it reads and writes are in
-// http-types.ts, the body reading in http-body.ts, the push formats in push-formats.ts.
+// http-types.ts, the body reading in http-body.ts, the push formats in formats/.
 import { heldText } from "../core/engine/outcome.js";
 import { MalformedMessage } from "../core/errors.js";
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";

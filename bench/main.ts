@@ -20,10 +20,21 @@
  * backend's name also selects its scale run (redis, postgres, memory). `transaction` is
  * lockInTransaction against lock() plus its own transaction on every SQL dialect
  * (bench/transaction.ts; `npm run bench:transaction` is `--only transaction`).
+ *
+ *   npm run bench -- --only gateway --against <git-ref> [--quick] [--out FILE.md]
+ *
+ * --against compares the gateway section of two builds: the working tree's and <git-ref>'s
+ * (its src/ bundled the same way against the same node_modules, bench/published-build.ts), in
+ * one process, every figure timed for both back to back, the order swapped each round
+ * (bench/gateway-against.ts). It prints each figure for both and new ÷ old per CPU-second,
+ * median [min–max] over the rounds, read by judge() (bench/comparison.ts): slower beyond noise
+ * only when every round is; a control (the bench's own code on both sides) shows the run's
+ * noise. It writes --out FILE.md when given, never BENCHMARKS.md. About 1.5 minutes at full
+ * size (11 rounds); --quick (7 rounds of shorter samples) is too noisy on a busy machine to read.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { datastoreBench, firestoreBench } from "./backends/google.js";
 import { memoryBench } from "./backends/memory.js";
@@ -31,7 +42,9 @@ import { redisBench, redisClusterBench } from "./backends/redis.js";
 import { spannerBench } from "./backends/spanner.js";
 import { mariadbBench, postgresBench, sqliteBench } from "./backends/sql.js";
 import { scaleChart, throughputChart } from "./chart.js";
+import { renderComparison } from "./comparison.js";
 import { gatewayBench } from "./gateway.js";
+import { gatewayAgainst } from "./gateway-against.js";
 import { provenanceLine, readProvenance } from "./provenance.js";
 import { type RunResult, renderMarkdown } from "./report.js";
 import {
@@ -81,9 +94,10 @@ function parseArgs(argv: string[]) {
     "--out",
     "--repeat",
     "--in-flight",
+    "--against",
     "--help",
   ]);
-  const takesValue = new Set(["--only", "--out", "--repeat", "--in-flight"]);
+  const takesValue = new Set(["--only", "--out", "--repeat", "--in-flight", "--against"]);
   for (const [k, a] of argv.entries()) {
     if (a.startsWith("--") && !known.has(a)) throw new Error(`unknown option ${a}`);
     if (!a.startsWith("--") && !takesValue.has(argv[k - 1] ?? "")) {
@@ -118,14 +132,25 @@ function parseArgs(argv: string[]) {
     if (!names.has(n))
       throw new Error(`--only: unknown ${n}; choose from ${[...names].join(", ")}`);
   }
+  const against = value("--against");
+  if (against !== undefined) {
+    // The other sections have no second build to time: asking for them would be ignored.
+    if (only?.length !== 1 || only[0] !== "gateway") {
+      throw new Error("--against compares the gateway section alone: give --only gateway");
+    }
+    if (repeat > 1 || inFlight !== undefined) {
+      throw new Error("--against takes neither --repeat nor --in-flight");
+    }
+  }
   const size: Settings["size"] = flag("--smoke") ? "smoke" : flag("--quick") ? "quick" : "full";
-  return { size, only, out: value("--out"), repeat, inFlight, help: flag("--help") };
+  return { size, only, out: value("--out"), repeat, inFlight, against, help: flag("--help") };
 }
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
   console.log(
     "npm run bench -- [--quick | --smoke] [--only a,b] [--repeat N] [--in-flight 1,16] [--out FILE.md]\n" +
+      "npm run bench -- --only gateway --against <git-ref> [--quick | --smoke] [--out FILE.md]\n" +
       `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, telemetry, transaction`,
   );
   process.exit(0);
@@ -156,6 +181,36 @@ const sideFile = (name: string): string | undefined => {
 // Read before anything is written: the tree the run measures.
 const provenance = readProvenance(root);
 const provenanceText = provenanceLine(provenance);
+const command = `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
+
+let failures = 0;
+let stopping: (() => Promise<void>) | undefined;
+// Exit through process.exit, so the temporary builds and trees are removed (on "exit").
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    progress(`${signal}: cleaning up`);
+    void (stopping?.() ?? Promise.resolve()).finally(() => process.exit(130));
+  });
+}
+
+if (args.against !== undefined) {
+  if (out !== undefined && resolve(out) === published) {
+    throw new Error("--against never writes BENCHMARKS.md: give --out another file");
+  }
+  progress(
+    `${provenanceText.replace(/\*\*/g, "")}\n${args.size} run: the gateway, the working tree against ${args.against}; load ${loadAverage()}`,
+  );
+  const comparison = await gatewayAgainst(args.against, settings, { command, provenance });
+  const markdown = renderComparison(comparison);
+  console.log(markdown);
+  if (out !== undefined) {
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, markdown);
+    progress(`wrote ${relative(process.cwd(), out)}`);
+  }
+  progress(`done in ${comparison.seconds.toFixed(0)} s, load ${comparison.loadAtEnd}`);
+  process.exit(0);
+}
 
 // A rough duration up front: cells × systems × rounds × (warm-up + timed), plus set-up.
 const systemsGuess: Record<string, number> = {
@@ -180,21 +235,12 @@ progress(
   `${provenanceText.replace(/\*\*/g, "")}\n${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}${selected("transaction") ? "; transaction" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
 );
 
-let failures = 0;
-let stopping: (() => Promise<void>) | undefined;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    progress(`${signal}: cleaning up`);
-    void (stopping?.() ?? Promise.resolve()).finally(() => process.exit(130));
-  });
-}
-
 /** One pass over the selection: the gateway, every backend, the scale runs. */
 async function measure(pass: number): Promise<RunResult> {
   const started = Date.now();
   const run: RunResult = {
     settings,
-    command: `npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+    command,
     provenance,
     date: new Date().toISOString(),
     machine: `${os.cpus()[0]?.model.trim() ?? "?"}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`,

@@ -14,7 +14,7 @@ import {
   type SpanExporter,
 } from "@opentelemetry/sdk-trace-base";
 import type { HttpResponseLike, TelemetryOptions } from "gcp-pubsub-idempotency";
-import { InstantBackend } from "./gateway.js";
+import { InstantBackend } from "./gateway-calls.js";
 import { publishedBuild } from "./published-build.js";
 
 export type TelemetryVariant = "off" | "noSdk" | "sdk";

@@ -198,9 +198,10 @@ export async function gatewayAgainst(
 ): Promise<ComparisonRun> {
   const started = Date.now();
   const loadAtStart = loadAverage();
-  progress(`gateway against ${ref}: bundling the working tree and ${ref}`);
-  const fresh = await publishedBuild();
+  progress(`gateway against ${ref}: bundling ${ref} and the working tree`);
+  // ref's first: a ref that names no commit fails before anything is bundled.
   const old = await buildAt(ref);
+  const fresh = await publishedBuild();
   progress(`gateway against ${ref}: commit ${old.commit.slice(0, 12)}; signing tokens`);
   const sides = { old: await sideOf(old), new: await sideOf(fresh) };
   const n = Math.round(settings.gatewayCycles / 20);

@@ -1,5 +1,5 @@
 /**
- * The core: `lock`, `mutex` and `lockInTransaction`, the Pub/Sub surfaces, `InMemoryLock`, the errors and the backend port. No runtime dependencies.
+ * The core: `lock`, `mutex`, `once`, `step` and `lockInTransaction`, the Pub/Sub surfaces, `InMemoryLock`, the errors and the backend port. No runtime dependencies.
  *
  * @module gcp-pubsub-idempotency
  */
@@ -21,12 +21,15 @@ export {
   InvalidConfiguration,
   InvalidKey,
   MalformedMessage,
+  PayloadMismatch,
   ThrownValue,
   UnkeyedMessage,
 } from "./core/errors.js";
 export { jsonLogger } from "./core/logger.js";
 export type {
+  BackendSupport,
   Claim,
+  ClaimOptions,
   ClaimOutcome,
   ForceReleaseOutcome,
   InspectedRecord,
@@ -37,6 +40,7 @@ export type {
   TransactionOf,
 } from "./core/port.js";
 export type {
+  FingerprintOption,
   GuardedBody,
   HeartbeatOptions,
   LockOptions,
@@ -48,6 +52,9 @@ export type {
 } from "./core/types.js";
 export { assertValidKey } from "./core/validate.js";
 export { lock, mutex } from "./core/verbs/lock.js";
+export { type OnceOptions, once } from "./core/verbs/once.js";
+export { DEFAULT_MAX_RESULT_BYTES, type ResultCodec } from "./core/verbs/result.js";
+export { type StepOptions, step, stepKey } from "./core/verbs/step.js";
 export {
   lockInTransaction,
   type TransactionalBody,

@@ -21,7 +21,8 @@ export type IdempotencyErrorCode =
   | "INVALID_CONFIGURATION"
   | "BACKEND_ERROR"
   | "MALFORMED_MESSAGE"
-  | "THROWN_VALUE";
+  | "THROWN_VALUE"
+  | "payload_mismatch";
 
 /**
  * Base class of every error this package raises; `code` is stable across versions.
@@ -66,10 +67,14 @@ export class IdempotencyError extends Error {
 export class Duplicate extends IdempotencyError {
   /** The key that was already completed. */
   readonly key: string;
-  constructor(key: string) {
+  /** `detail` follows the message: for once(), why no result can be replayed. */
+  constructor(key: string, detail?: string) {
     // An answer, not a fault: no stack trace to capture (most of what a throw would cost).
     const limit = withoutStackTrace();
-    super("DUPLICATE", `key ${quoteKey(key)} already completed; the body was skipped`);
+    super(
+      "DUPLICATE",
+      `key ${quoteKey(key)} already completed; the body was skipped${detail ?? ""}`,
+    );
     restoreStackTrace(limit);
     this.key = key;
   }
@@ -149,6 +154,37 @@ export class InProgress extends IdempotencyError {
     this.key = key;
     if (leaseExpiresAt !== undefined) this.leaseExpiresAt = leaseExpiresAt;
   }
+}
+
+/**
+ * Rejection of every verb given a `fingerprint` (and of a surface with one): the key's record
+ * was claimed or completed with another fingerprint, so this call carries another payload
+ * under the same key. The body never runs. Usually the key is chosen too coarse, or the
+ * publisher reused a business key for a different message; the surfaces never ack it.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, lock, PayloadMismatch } from "gcp-pubsub-idempotency";
+ *
+ * const backend = new InMemoryLock();
+ * await lock("orders:42", { backend, fingerprint: "total=99" }, async () => {});
+ * await lock("orders:42", { backend, fingerprint: "total=12" }, async () => {}).catch((error) => {
+ *   if (error instanceof PayloadMismatch) console.error("same key, other payload:", error.key);
+ * });
+ * ```
+ */
+export class PayloadMismatch extends IdempotencyError {
+  /** The key whose record holds another fingerprint. */
+  readonly key: string;
+  constructor(key: string) {
+    super("payload_mismatch", payloadMismatchText(key));
+    this.key = key;
+  }
+}
+
+/** The text of a {@link PayloadMismatch}; also the 409 body of a push, built without one. */
+export function payloadMismatchText(key: string): string {
+  return `key ${quoteKey(key)} was first used with another payload (its fingerprint differs); the body did not run — choose a key that names the payload, or send the new payload under a new key`;
 }
 
 /**

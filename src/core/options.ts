@@ -3,7 +3,7 @@ import { DEFAULT_LEASE_MS } from "./constants.js";
 import { type HeartbeatPlan, planHeartbeat } from "./engine/heartbeat.js";
 import { InvalidConfiguration } from "./errors.js";
 import { guardLogger, jsonLogger } from "./logger.js";
-import type { LockBackend, TransactionalLockBackend } from "./port.js";
+import type { BackendSupport, LockBackend, TransactionalLockBackend } from "./port.js";
 import { resolveTelemetry, type TelemetrySettings } from "./telemetry/settings.js";
 import { trustedPort } from "./trusted-port.js";
 import type { Logger } from "./types.js";
@@ -167,4 +167,42 @@ export function backendName(backend: object, fallback = "this backend"): string 
     // A Proxy whose traps throw: name it generically.
   }
   return fallback;
+}
+
+/** What a verb or surface asks of a backend beyond the port's three calls. */
+export type StoredExtra = "results" | "fingerprints";
+
+const EXTRA_USES: Readonly<Record<StoredExtra, string>> = {
+  results: "once() and step() record results",
+  fingerprints: "a fingerprint is stored with the claim",
+};
+
+/**
+ * The backend's {@link BackendSupport}, or a refusal naming what `where` needs of it: when
+ * the verb or surface is built, never on the first message.
+ */
+export function requireSupport(
+  where: string,
+  backend: LockBackend,
+  extra: StoredExtra,
+): BackendSupport {
+  let supports: unknown;
+  try {
+    supports = (backend as { supports?: unknown }).supports;
+  } catch {
+    // A getter that throws reads as no support.
+  }
+  const offered =
+    supports !== null && typeof supports === "object"
+      ? (supports as Partial<Record<keyof BackendSupport, unknown>>)
+      : undefined;
+  if (offered?.[extra] === true) {
+    const max = offered.maxResultBytes;
+    if (extra === "fingerprints" || (typeof max === "number" && max > 0)) {
+      return offered as BackendSupport;
+    }
+  }
+  throw new InvalidConfiguration(
+    `${where} needs a backend that stores ${extra} (${EXTRA_USES[extra]}); ${backendName(backend)} does not say it does (backend.supports.${extra}${extra === "results" ? " and a positive supports.maxResultBytes" : ""})`,
+  );
 }

@@ -49,13 +49,57 @@ export type ClaimOutcome =
   | {
       /** The key completed within its ttl. */
       readonly status: "done";
+      /** The fingerprint stored with the record, when its claim gave one. */
+      readonly fingerprint?: string | undefined;
+      /** The encoded result `complete` stored, when it was given one (once(), step()). */
+      readonly result?: string | undefined;
     }
   | {
       /** A live holder elsewhere owns the key. */
       readonly status: "held";
       /** When that holder's lease ends, epoch ms in the backend's clock. */
       readonly leaseExpiresAt: number;
+      /** The fingerprint the holder's claim stored, when it gave one. */
+      readonly fingerprint?: string | undefined;
     };
+
+/**
+ * What a claim may store beyond the lease: the payload's fingerprint. A backend whose
+ * {@link BackendSupport} has `fingerprints` stores it with the record it wins (and drops
+ * any earlier one), and answers `done` and `held` with the fingerprint stored.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, type ClaimOptions } from "gcp-pubsub-idempotency";
+ *
+ * const options: ClaimOptions = { fingerprint: "sha256:9f2c…" };
+ * const outcome = await new InMemoryLock().claim("orders:42", 30_000, options);
+ * ```
+ */
+export interface ClaimOptions {
+  /** An opaque text naming the payload; compared by the engine, never by the store. */
+  readonly fingerprint?: string | undefined;
+}
+
+/**
+ * What a backend stores beyond the state machine's own fields. `once()`, `step()` and a
+ * fingerprint are refused, when a verb or surface is built, on a backend without them.
+ *
+ * @example
+ * ```ts
+ * import type { BackendSupport } from "gcp-pubsub-idempotency";
+ *
+ * const supports: BackendSupport = { results: true, fingerprints: true, maxResultBytes: 1 << 20 };
+ * ```
+ */
+export interface BackendSupport {
+  /** `complete(claim, result)` stores the result and `claim` answers it with `done`. */
+  readonly results: boolean;
+  /** `claim(key, leaseMs, { fingerprint })` stores it and answers it with `done` and `held`. */
+  readonly fingerprints: boolean;
+  /** The largest result, in UTF-8 bytes, the store can keep with a record. */
+  readonly maxResultBytes: number;
+}
 
 /**
  * The backend port: three required methods. Every backend implements the transition
@@ -72,10 +116,16 @@ export type ClaimOutcome =
  * ```
  */
 export interface LockBackend {
-  /** Atomically create, reclaim, or report the record of `key` for a lease of `leaseMs`. */
-  claim(key: string, leaseMs: number): Promise<ClaimOutcome>;
-  /** CLAIMED → DONE when the fence matches (no lease guard). False when fenced out. */
-  complete(claim: Claim): Promise<boolean>;
+  /**
+   * Atomically create, reclaim, or report the record of `key` for a lease of `leaseMs`. A
+   * backend that supports fingerprints stores `options.fingerprint` with the record it wins.
+   */
+  claim(key: string, leaseMs: number, options?: ClaimOptions): Promise<ClaimOutcome>;
+  /**
+   * CLAIMED → DONE when the fence matches (no lease guard). False when fenced out. A backend
+   * that supports results stores `result` with the DONE record, in the same write.
+   */
+  complete(claim: Claim, result?: string): Promise<boolean>;
   /** Expire the lease in place and advance the fence. Never deletes the record. */
   release(claim: Claim): Promise<void>;
   /** Optional: extend a claim whose fence still matches. False when fenced out. */
@@ -87,6 +137,8 @@ export interface LockBackend {
   purgeExpired?(options?: PurgeOptions): Promise<number>;
   /** Optional: free what the backend itself owns. A client you passed in stays open. */
   close?(): Promise<void>;
+  /** Optional: what the backend stores beyond the lease (results, fingerprints). None when absent. */
+  readonly supports?: BackendSupport | undefined;
 
   // Operator calls, for the CLI (`gcp-pubsub-idempotency inspect | release`) and tools like it.
   /**
@@ -149,6 +201,10 @@ export interface InspectedRecord {
   readonly expiresAt: number;
   /** The store's clock when the record was read, epoch ms. */
   readonly now: number;
+  /** The fingerprint stored with the record, when there is one. */
+  readonly fingerprint?: string | undefined;
+  /** The encoded result stored with a done record, when there is one. */
+  readonly result?: string | undefined;
 }
 
 /**

@@ -20,6 +20,10 @@ export interface LockRecord {
   readonly expiresAt: number;
   /** The token of the claim that last won the record, where the store keeps one. */
   readonly token?: string | undefined;
+  /** The fingerprint the winning claim gave; every win replaces it (undefined: none given). */
+  readonly fingerprint?: string | undefined;
+  /** The encoded result complete stored (done only); every win clears it. */
+  readonly result?: string | undefined;
 }
 
 /** The rows of the transition table, `<call>.<case>`; docs/state-machine.md lists them all. */
@@ -67,12 +71,19 @@ export interface ClaimCall {
    * a write whose response was lost: finding it in the record means that write landed.
    */
   readonly token?: string | undefined;
+  /** Stored with the record this claim wins; answered back with `done` and `held`. */
+  readonly fingerprint?: string | undefined;
 }
 
 /** A complete, release or renew of a won claim; `leaseMs` only for renew. */
 export interface FencedCall {
   readonly claim: Pick<Claim, "key" | "fencingId">;
   readonly ttlMs: number;
+}
+
+/** A complete: `result` is the encoded value to keep with the DONE record (once, step). */
+export interface CompleteCall extends FencedCall {
+  readonly result?: string | undefined;
 }
 
 /**
@@ -93,24 +104,34 @@ export function claimTransition(
     return { row: "claim.own", answer: wonOutcome(call.key, record) };
   }
   if (record.state === "done") {
-    if (now < record.expiresAt) return CLAIM_DONE;
+    if (now < record.expiresAt) {
+      if (record.fingerprint === undefined && record.result === undefined) return CLAIM_DONE;
+      return { row: "claim.done", answer: doneOutcome(record) };
+    }
     return win("claim.expired", record.fencingId + 1, now, call);
   }
   if (now < record.leaseExpiresAt) {
+    const { leaseExpiresAt, fingerprint } = record;
     return {
       row: "claim.held",
-      answer: { status: "held", leaseExpiresAt: record.leaseExpiresAt },
+      answer:
+        fingerprint === undefined
+          ? { status: "held", leaseExpiresAt }
+          : { status: "held", leaseExpiresAt, fingerprint },
     };
   }
   // The fence rises because the record still exists (it may be past expiresAt, not yet deleted).
   return win("claim.lapsed", record.fencingId + 1, now, call);
 }
 
-/** Complete: claimed → done when the fence matches; no lease guard. */
+/**
+ * Complete: claimed → done when the fence matches; no lease guard. The result, when given,
+ * lands in the same write as DONE.
+ */
 export function completeTransition(
   record: LockRecord | undefined,
   now: number,
-  call: FencedCall,
+  call: CompleteCall,
 ): Transition<boolean> {
   if (!holdsFence(record, call, now)) return { row: "complete.fenced", answer: false };
   // A retried complete (its first write landed) finds it done and still says true.
@@ -118,7 +139,7 @@ export function completeTransition(
   return {
     row: "complete.claimed",
     answer: true,
-    write: { ...record, state: "done", expiresAt: now + call.ttlMs },
+    write: { ...record, state: "done", expiresAt: now + call.ttlMs, result: call.result },
   };
 }
 
@@ -193,10 +214,14 @@ export function inspectTransition(
   key: string,
 ): Transition<InspectedRecord | undefined> {
   if (record === undefined) return { row: "inspect.absent", answer: undefined };
-  const { state, fencingId, leaseExpiresAt, expiresAt } = record;
+  const { state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result } = record;
+  const answer: InspectedRecord = { key, state, fencingId, leaseExpiresAt, expiresAt, now };
   return {
     row: "inspect.found",
-    answer: { key, state, fencingId, leaseExpiresAt, expiresAt, now },
+    answer:
+      fingerprint === undefined && result === undefined
+        ? answer
+        : { ...answer, ...definedFields(fingerprint, result) },
   };
 }
 
@@ -285,8 +310,24 @@ function win(
     leaseExpiresAt,
     expiresAt: leaseExpiresAt + call.ttlMs,
     token: call.token,
+    fingerprint: call.fingerprint,
   };
   return { row, answer: wonOutcome(call.key, write), write };
+}
+
+/** The done answer with what the record keeps beyond its state; absent fields left out. */
+function doneOutcome(record: LockRecord): ClaimOutcome {
+  return { status: "done", ...definedFields(record.fingerprint, record.result) };
+}
+
+function definedFields(
+  fingerprint: string | undefined,
+  result: string | undefined,
+): { fingerprint?: string; result?: string } {
+  const fields: { fingerprint?: string; result?: string } = {};
+  if (fingerprint !== undefined) fields.fingerprint = fingerprint;
+  if (result !== undefined) fields.result = result;
+  return fields;
 }
 
 function wonOutcome(key: string, record: LockRecord): ClaimOutcome {

@@ -120,6 +120,30 @@ export interface LockOptions {
 }
 
 /**
+ * The `fingerprint` option of the verbs ({@link lock}, {@link mutex}, {@link once},
+ * {@link lockInTransaction}). The surfaces take their own form of it (`true` or a function).
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, lock, type FingerprintOption, type LockOptions } from "gcp-pubsub-idempotency";
+ *
+ * const options: LockOptions & FingerprintOption = {
+ *   backend: new InMemoryLock(),
+ *   fingerprint: "po=4711;total=99",
+ * };
+ * await lock("orders:4711", options, async () => {});
+ * ```
+ */
+export interface FingerprintOption {
+  /**
+   * What names this call's payload (a hash of the order, say). Stored with the claim and the
+   * DONE record; a later call whose fingerprint differs rejects {@link PayloadMismatch} and
+   * its body never runs. Absent: no comparison. Needs a backend that stores fingerprints.
+   */
+  fingerprint?: string | undefined;
+}
+
+/**
  * A tracer provider as {@link TelemetryOptions} takes it: `@opentelemetry/api`'s
  * `TracerProvider` (an SDK's `BasicTracerProvider`, `NodeTracerProvider`) fits it.
  *

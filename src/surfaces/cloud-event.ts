@@ -1,7 +1,7 @@
 // The CloudEvent surface: a functions-framework `cloudEvent` function, whose only answers
 // are resolve (204, ack) and reject (500, nack).
 import { heldError } from "../core/engine/outcome.js";
-import { InvalidKey, UnkeyedMessage } from "../core/errors.js";
+import { InvalidKey, PayloadMismatch, UnkeyedMessage } from "../core/errors.js";
 import type { RequestTimeoutOptions } from "./deadline.js";
 import { acked } from "./delivery-outcome.js";
 import { cloudEventKey } from "./formats/default-keys.js";
@@ -11,6 +11,7 @@ import {
   cloudEventDeliveryAttempt,
   cloudEventMessageId,
   MESSAGE_PUBLISHED_TYPE,
+  parseCloudEvent,
 } from "./formats/pubsub-cloud-event.js";
 import {
   buildGateway,
@@ -98,6 +99,8 @@ export function idempotent<E extends CloudEventLike, Tx>(
       case "held":
         // No stack is captured for an InProgress: functions-framework prints one line.
         throw heldError(outcome);
+      case "payload_mismatch":
+        throw withoutStack(new PayloadMismatch(outcome.key));
       case "unkeyed":
         // functions-framework prints err.stack for every throw; a refusal is routine, so keep
         // that to the message's one line instead of a stack trace.
@@ -130,6 +133,7 @@ const CLOUD_EVENT: SurfaceSpec<CloudEventDelivery<unknown>, unknown> = {
   defaultKey: (d) => cloudEventKey(d.event),
   noDefaultKey: (d) => (d.pubsub ? NO_MESSAGE_ID : NO_SOURCE_ID),
   readAs: (d) => (d.pubsub ? "a Pub/Sub CloudEvent" : "a CloudEvent that is not a Pub/Sub message"),
+  payload: (d) => parseCloudEvent(d.event),
   traceparents: (d) => [readQuietly(d.event, "traceparent")],
   call: (handler, d, signal) => (handler as PlainHandler)(d.event, signal),
   callInTransaction: (handler, d, tx, signal) =>

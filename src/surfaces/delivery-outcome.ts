@@ -29,7 +29,8 @@ export interface Unclaimed {
 
 /**
  * What became of one delivery. Acked: `ran`, `fenced_out`, `complete_failed`, `duplicate`,
- * `unguarded`, `disabled`. Nacked: `held`, `failed`, `unkeyed`, `invalid_key`. A `failed`
+ * `unguarded`, `disabled`. Nacked: `held`, `failed`, `payload_mismatch`, `unkeyed`,
+ * `invalid_key`. A `failed`
  * delivery's error is always an Error (a thrown non-Error is wrapped in a ThrownValue).
  */
 export type DeliveryOutcome = CycleOutcome<unknown> | Unkeyed | UnusableKey | Unclaimed;
@@ -39,6 +40,7 @@ export function acked(outcome: DeliveryOutcome): boolean {
   switch (outcome.kind) {
     case "held":
     case "failed":
+    case "payload_mismatch":
     case "unkeyed":
     case "invalid_key":
       return false;

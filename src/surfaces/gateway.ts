@@ -28,6 +28,7 @@ import {
   resolveRequestTimeout,
   warnLeaseShorterThanTimeout,
 } from "./deadline.js";
+import { type FingerprintOf, type PublishedPayload, resolveFingerprint } from "./fingerprint.js";
 
 /**
  * Options of the three Pub/Sub surfaces: {@link LockOptions} (with its `waitMs`) plus how to
@@ -47,6 +48,16 @@ import {
  * ```
  */
 export type GatewayOptions<I> = LockOptions & {
+  /**
+   * Catch a second payload under one key: `true` fingerprints the message's data, attributes
+   * and ordering key (SHA-256; never its messageId, publishTime or deliveryAttempt), a
+   * function names the payload from what the key function receives (undefined: no
+   * comparison). A delivery whose fingerprint differs from the one stored with its key is
+   * never acked: HTTP push answers 409, the CloudEvent function rejects, pull nacks, and one
+   * ERROR line names the key. Use it with a business key (`key`), where a publisher's retry of
+   * the same order and a new order under a reused id would otherwise look alike.
+   */
+  fingerprint?: true | ((input: I) => string | undefined) | undefined;
   /**
    * The idempotency key of a message; default its Pub/Sub messageId. Undefined or `""`
    * means unkeyed (refused unless `allowUnguarded`); a throw is a failure (nack).
@@ -133,6 +144,8 @@ export interface SurfaceSpec<D extends Delivery, I> {
   readAs(delivery: D): string;
   /** `traceparent` values in order of preference; the first valid one is the span's parent. */
   traceparents(delivery: D): readonly unknown[];
+  /** What the publisher sent, for `fingerprint: true`. */
+  payload(delivery: D): PublishedPayload;
   /** Call the handler as the surface documents it. */
   call(handler: AnyHandler, delivery: D, signal: AbortSignal): unknown;
   /** Call it in transaction mode, the store's transaction second. */
@@ -153,9 +166,17 @@ export interface Gateway<D extends Delivery, I> extends DeliveryTelemetry {
   readonly requestTimeout: RequestTimeout | undefined;
   /** The handler declares its signal parameter (or a heartbeat may abort it). */
   readonly handlerTakesSignal: boolean;
+  /** The delivery's fingerprint, when the `fingerprint` option is set. */
+  readonly fingerprint: FingerprintOf<D> | undefined;
 }
 
-const GATEWAY_OPTIONS = ["key", "onDuplicate", "allowUnguarded", "transaction"] as const;
+const GATEWAY_OPTIONS = [
+  "key",
+  "onDuplicate",
+  "allowUnguarded",
+  "transaction",
+  "fingerprint",
+] as const;
 const PUSH_OPTIONS = [...GATEWAY_OPTIONS, "requestTimeoutMs"] as const;
 
 /**
@@ -205,6 +226,13 @@ export function buildGateway<D extends Delivery, I>(
     // never-aborted one unless a heartbeat may abort it.
     handlerTakesSignal:
       lock.heartbeat !== undefined || (typeof arity === "number" && arity > signalAt),
+    fingerprint: resolveFingerprint(
+      where,
+      o.fingerprint,
+      lock.backend,
+      spec.payload,
+      spec.keyInput,
+    ),
     telemetry: lock.telemetry,
     verbName: transaction ? "lockInTransaction" : "lock",
     backendName: backendName(lock.backend, "custom"),

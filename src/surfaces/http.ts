@@ -2,7 +2,7 @@
 // it, and answer with a status Pub/Sub understands. The types it reads and writes are in
 // http-types.ts, the body reading in http-body.ts, the push formats in formats/.
 import { heldText } from "../core/engine/outcome.js";
-import { MalformedMessage } from "../core/errors.js";
+import { MalformedMessage, payloadMismatchText } from "../core/errors.js";
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE } from "../core/trace-context.js";
 import { readOptions } from "../core/validate.js";
@@ -181,6 +181,9 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         case "held":
           send(res, 503, heldText(outcome));
           return;
+        case "payload_mismatch":
+          send(res, 409, payloadMismatchText(outcome.key));
+          return;
         case "unkeyed":
         case "invalid_key":
           send(res, 400, oneLine(outcome.reason));
@@ -239,6 +242,7 @@ const HTTP: SurfaceSpec<HttpDelivery<HttpRequestLike, HttpResponseLike>, PushReq
   defaultKey: (d) => defaultMessageKey(d.message),
   noDefaultKey: (d) => missingKeyReason(d.message, d.format),
   readAs: (d) => READ_AS[d.format],
+  payload: (d) => d.message,
   traceparents: (d) => [
     readQuietly(d.req.headers, "traceparent"),
     readQuietly(d.message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),

@@ -4,7 +4,7 @@
 import { type CycleBody, runCycle } from "../core/engine/cycle.js";
 import { unclaimedSignal } from "../core/engine/lease.js";
 import { type CycleOutcome, heldText } from "../core/engine/outcome.js";
-import { asError, InvalidConfiguration, isoTime } from "../core/errors.js";
+import { asError, InvalidConfiguration, isoTime, payloadMismatchText } from "../core/errors.js";
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import type { ResolvedLockOptions } from "../core/options.js";
 import type { Observation } from "../core/telemetry/observation.js";
@@ -12,6 +12,7 @@ import { traceCycle, traceDelivery } from "../core/telemetry/trace.js";
 import { firstTraceparent } from "../core/trace-context.js";
 import type { Logger } from "../core/types.js";
 import { assertValidKey } from "../core/validate.js";
+import { scopedBody } from "../core/verbs/scope.js";
 import { waitWithinDeadline } from "./deadline.js";
 import type { DeliveryOutcome } from "./delivery-outcome.js";
 import { DISABLED_ENV, gatewayDisabled, warnDisabledOnce } from "./disabled.js";
@@ -76,15 +77,25 @@ async function deliverWith<D extends Delivery, I>(
     );
     return { kind: "invalid_key", reason };
   }
+  let fingerprint: string | undefined;
+  try {
+    fingerprint = gateway.fingerprint?.(delivery);
+  } catch (error) {
+    // As a key function's throw: a bug or an unreadable message, never an ack.
+    return { kind: "failed", key, error: asError("the fingerprint", error), inBody: false };
+  }
+  const options = optionsFor(gateway, delivery);
   const outcome = await traceCycle(
     {
       mode: gateway.transaction ? "transaction" : "lock",
       key,
-      options: optionsFor(gateway, delivery),
-      body: handlerBody(gateway, delivery),
+      options,
+      // The handler's steps key on the delivery's key (core/verbs/scope.ts).
+      body: scopedBody(handlerBody(gateway, delivery), key, options, delivery),
       bodyTakesSignal: gateway.handlerTakesSignal,
       message: delivery,
       signal: delivery.clientGone,
+      fingerprint,
     },
     runCycle,
     under,
@@ -126,6 +137,21 @@ function settled<D extends Delivery, I>(
           leaseExpiresAt:
             outcome.leaseExpiresAt === undefined ? undefined : isoTime(outcome.leaseExpiresAt),
         }),
+      );
+      return outcome;
+    case "payload_mismatch":
+      // Never acked: the second payload goes to the dead-letter topic, and to a person.
+      logger.error(
+        "another payload under the same key; refusing it (nack) — the handler did not run",
+        deliveryFields(
+          "payload_mismatch",
+          outcome.key,
+          delivery,
+          payloadMismatchText(outcome.key),
+          {
+            alert: true,
+          },
+        ),
       );
       return outcome;
     case "failed": {

@@ -3,6 +3,7 @@
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE } from "../core/trace-context.js";
 import { acked, logFailure } from "./delivery-outcome.js";
+import type { PublishedPayload } from "./fingerprint.js";
 import { readQuietly } from "./formats/fields.js";
 import type { PubSubMessageLike } from "./formats/pull-message.js";
 import {
@@ -140,6 +141,7 @@ const PULL: SurfaceSpec<PullDelivery<unknown>, unknown> = {
   noDefaultKey: (d) =>
     `the pull message has no id (message.id is ${typeof d.id === "string" ? '""' : typeof d.id}); give options.key to key it otherwise`,
   readAs: () => "a pull message",
+  payload: (d) => pullPayload(d.message),
   traceparents: (d) => [
     readQuietly(readQuietly(d.message, "attributes"), PUBSUB_TRACEPARENT_ATTRIBUTE),
   ],
@@ -147,3 +149,25 @@ const PULL: SurfaceSpec<PullDelivery<unknown>, unknown> = {
   callInTransaction: (handler, d, tx, signal) =>
     (handler as HandlerInTransaction)(d.message, tx, signal),
 };
+
+/** What `fingerprint: true` hashes of a pulled message: its data, attributes and ordering key. */
+function pullPayload(message: unknown): PublishedPayload {
+  const data = readQuietly(message, "data");
+  const attributes = readQuietly(message, "attributes");
+  const orderingKey = readQuietly(message, "orderingKey");
+  return {
+    data: data instanceof Uint8Array ? data : Buffer.from(typeof data === "string" ? data : ""),
+    attributes: stringRecord(attributes),
+    orderingKey: typeof orderingKey === "string" ? orderingKey : undefined,
+  };
+}
+
+/** The string-valued entries of an attributes object; anything else reads as none. */
+function stringRecord(value: unknown): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (value === null || typeof value !== "object") return record;
+  for (const [name, entry] of Object.entries(value)) {
+    if (typeof entry === "string") record[name] = entry;
+  }
+  return record;
+}

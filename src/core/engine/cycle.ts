@@ -17,11 +17,20 @@ import { watchLease } from "./lease.js";
 import type { CycleOutcome, Held } from "./outcome.js";
 
 /**
- * How the cycle settles a body that ran: `lock` completes the key (DONE), `mutex` releases it
- * (every message runs, one at a time), `transaction` completes it inside the store transaction
- * the body wrote in.
+ * How the cycle settles a body that ran: `lock` completes the key (DONE), `once` completes it
+ * with the body's result recorded, `mutex` releases it (every message runs, one at a time),
+ * `transaction` completes it inside the store transaction the body wrote in.
  */
-export type CycleMode = "lock" | "mutex" | "transaction";
+export type CycleMode = "lock" | "once" | "mutex" | "transaction";
+
+/**
+ * A once() body's value as the record keeps it: `text` goes to complete; `unrecorded` says
+ * why it holds no value (too large, not encodable), for the ERROR line.
+ */
+export interface RecordedResult {
+  readonly text: string;
+  readonly unrecorded?: string | undefined;
+}
 
 /** The guarded work: the claim, its signal, and in transaction mode the store's transaction. */
 export type CycleBody<T> = (claim: Claim, signal: AbortSignal, tx: unknown) => T | Promise<T>;
@@ -39,20 +48,30 @@ export interface Cycle<T> {
   readonly message: MessageRef | undefined;
   /** Aborts the body's signal too (a push client that went away). */
   readonly signal: AbortSignal | undefined;
+  /** Stored with the claim; a record holding another one ends the cycle `payload_mismatch`. */
+  readonly fingerprint?: string | undefined;
+  /** Once mode: the body's value as the DONE record keeps it. */
+  readonly record?: ((value: T) => RecordedResult) | undefined;
 }
 
 /** Run one claim cycle. Never rejects: every ending is an outcome. */
 export async function runCycle<T>(cycle: Cycle<T>): Promise<CycleOutcome<T>> {
   const { key, options } = cycle;
+  const { fingerprint } = cycle;
   let claimed: ClaimOutcome;
   try {
-    claimed = await claimWithin(options, key);
+    claimed = await claimWithin(options, key, fingerprint);
   } catch (error) {
     return { kind: "failed", key, error, inBody: false };
   }
+  if (claimed.status !== "won" && mismatched(claimed, fingerprint)) {
+    return { kind: "payload_mismatch", key };
+  }
   if (claimed.status === "done") {
     // A mutex never completes, so a DONE record belongs to a lock() on the same key.
-    return cycle.mode === "mutex" ? completedByLock(key) : { kind: "duplicate", key };
+    if (cycle.mode === "mutex") return completedByLock(key);
+    const { result } = claimed;
+    return result === undefined ? { kind: "duplicate", key } : { kind: "duplicate", key, result };
   }
   if (claimed.status === "held") {
     return { kind: "held", key, leaseExpiresAt: claimed.leaseExpiresAt, completedByLock: false };
@@ -69,9 +88,24 @@ export async function runCycle<T>(cycle: Cycle<T>): Promise<CycleOutcome<T>> {
     return { kind: "failed", key, error, inBody: true };
   }
   lease.end();
-  return cycle.mode === "lock"
-    ? completeAfterSuccess(cycle, claim, value)
-    : releaseAfterMutex(cycle, claim, value);
+  return cycle.mode === "mutex"
+    ? releaseAfterMutex(cycle, claim, value)
+    : completeAfterSuccess(cycle, claim, value);
+}
+
+/**
+ * The record holds a fingerprint, this call gives one, and they differ. No fingerprint on
+ * either side means no comparison: a record written by a call without one matches any.
+ */
+function mismatched(
+  outcome: { readonly fingerprint?: string | undefined },
+  fingerprint: string | undefined,
+): boolean {
+  return (
+    fingerprint !== undefined &&
+    outcome.fingerprint !== undefined &&
+    outcome.fingerprint !== fingerprint
+  );
 }
 
 function completedByLock(key: string): Held {
@@ -86,21 +120,41 @@ const HELD_BACKOFF: Backoff = { baseDelayMs: 20, maxDelayMs: 1_000 };
  * port's own promise: no async frame of its own (npm run bench -- --only gateway --against:
  * one more made lock() over an instant backend 10-20 % slower).
  */
-function claimWithin(options: ResolvedLockOptions, key: string): Promise<ClaimOutcome> {
-  if (options.waitMs === 0) return options.port.claim(key, options.leaseMs);
-  return claimWaiting(options, key);
+function claimWithin(
+  options: ResolvedLockOptions,
+  key: string,
+  fingerprint: string | undefined,
+): Promise<ClaimOutcome> {
+  if (options.waitMs === 0) return claimOnce(options, key, fingerprint);
+  return claimWaiting(options, key, fingerprint);
 }
 
-async function claimWaiting(options: ResolvedLockOptions, key: string): Promise<ClaimOutcome> {
-  const { port, leaseMs, waitMs } = options;
-  let outcome = await port.claim(key, leaseMs);
+/** One claim; a backend is given the claim options only when there is something in them. */
+function claimOnce(
+  options: ResolvedLockOptions,
+  key: string,
+  fingerprint: string | undefined,
+): Promise<ClaimOutcome> {
+  return fingerprint === undefined
+    ? options.port.claim(key, options.leaseMs)
+    : options.port.claim(key, options.leaseMs, { fingerprint });
+}
+
+async function claimWaiting(
+  options: ResolvedLockOptions,
+  key: string,
+  fingerprint: string | undefined,
+): Promise<ClaimOutcome> {
+  const { waitMs } = options;
+  let outcome = await claimOnce(options, key, fingerprint);
   if (outcome.status !== "held") return outcome;
   const deadline = Date.now() + waitMs;
-  for (let n = 1; outcome.status === "held"; n++) {
+  // A holder with another payload is a mismatch now: waiting for it cannot change that.
+  for (let n = 1; outcome.status === "held" && !mismatched(outcome, fingerprint); n++) {
     const left = deadline - Date.now();
     if (left <= 0) break;
     await sleep(Math.min(left, backoffDelay(HELD_BACKOFF, n)));
-    outcome = await port.claim(key, leaseMs);
+    outcome = await claimOnce(options, key, fingerprint);
   }
   return outcome;
 }
@@ -158,9 +212,12 @@ async function completeAfterSuccess<T>(
   value: T,
 ): Promise<CycleOutcome<T>> {
   const { key, options } = cycle;
+  const result = cycle.record === undefined ? undefined : recordResult(cycle, cycle.record, value);
   let completed: boolean;
   try {
-    completed = await options.port.complete(claim);
+    completed = await (result === undefined
+      ? options.port.complete(claim)
+      : options.port.complete(claim, result));
   } catch (error) {
     options.logger.error(
       "complete failed after the body succeeded; acking to avoid a repeat",
@@ -179,6 +236,22 @@ async function completeAfterSuccess<T>(
     }),
   );
   return { kind: "fenced_out", key, value };
+}
+
+/**
+ * The text a once() body's value is recorded as. One that cannot be recorded still completes
+ * the key (a second run would be worse than a lost result): the record says why, and so does
+ * an ERROR line.
+ */
+function recordResult<T>(cycle: Cycle<T>, record: (value: T) => RecordedResult, value: T): string {
+  const { text, unrecorded } = record(value);
+  if (unrecorded !== undefined) {
+    cycle.options.logger.error(
+      "once(): the body's result was not recorded; the key completes, and later calls reject Duplicate instead of replaying it",
+      deliveryFields("result_not_recorded", cycle.key, cycle.message, unrecorded),
+    );
+  }
+  return text;
 }
 
 /** A mutex body ran: free the key for the next message. A failed release is logged. */
@@ -202,8 +275,8 @@ async function releaseAfterMutex<T>(
 }
 
 /** The body threw: give the key back so a redelivery can run. The body's error wins. */
-async function releaseAfterFailure(
-  cycle: Cycle<unknown>,
+async function releaseAfterFailure<T>(
+  cycle: Cycle<T>,
   claim: Claim,
   bodyError: unknown,
 ): Promise<void> {

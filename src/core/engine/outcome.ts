@@ -1,7 +1,7 @@
 // The one answer of the engine: how a claim cycle ended. The word in `kind` is the word the log
 // lines and the metrics use; the verbs turn an outcome into a value or a rejection, the
 // surfaces into an HTTP status, an ack or a nack.
-import { Duplicate, InProgress, inProgressText } from "../errors.js";
+import { Duplicate, InProgress, inProgressText, PayloadMismatch } from "../errors.js";
 
 /** The body ran and the cycle settled as its verb says: completed, released, or committed. */
 export interface Ran<T> {
@@ -31,6 +31,17 @@ export interface CompleteFailed<T> {
 /** The key completed within its ttl: the body was skipped. */
 export interface DuplicateKey {
   readonly kind: "duplicate";
+  readonly key: string;
+  /** The result once() recorded with the DONE record, encoded; absent when none was. */
+  readonly result?: string | undefined;
+}
+
+/**
+ * The key's record holds another fingerprint than the call's: another payload under the same
+ * key. The body did not run.
+ */
+export interface PayloadMismatched {
+  readonly kind: "payload_mismatch";
   readonly key: string;
 }
 
@@ -62,6 +73,7 @@ export type CycleOutcome<T> =
   | FencedOut<T>
   | CompleteFailed<T>
   | DuplicateKey
+  | PayloadMismatched
   | Held
   | Failed;
 
@@ -96,6 +108,8 @@ export function resultOf<T>(outcome: CycleOutcome<T>): T {
       throw new Duplicate(outcome.key);
     case "held":
       throw heldError(outcome);
+    case "payload_mismatch":
+      throw new PayloadMismatch(outcome.key);
     case "failed":
       throw outcome.error;
   }

@@ -4,7 +4,7 @@
 import type { Attributes, Context, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import type { CycleBody } from "../engine/cycle.js";
 import { errorText } from "../logger.js";
-import type { Claim, LockBackend } from "../port.js";
+import type { Claim, ClaimOptions, LockBackend } from "../port.js";
 import type { LogFields, Logger } from "../types.js";
 import { type OtelApi, otelApi } from "./api.js";
 import { INSTRUMENTATION_NAME, type Instruments, instrumentsOf, tracerOf } from "./instruments.js";
@@ -18,6 +18,7 @@ export type ObservedOutcome =
   | "failed"
   | "fenced_out"
   | "complete_failed"
+  | "payload_mismatch"
   | "unkeyed"
   | "invalid_key"
   | "unguarded"
@@ -150,8 +151,11 @@ export class Observation {
    */
   port(port: LockBackend): LockBackend {
     const traced: LockBackend = {
-      claim: (key, leaseMs) => this.claim(port, key, leaseMs),
-      complete: (claim) => this.call("complete", claim, () => port.complete(claim)),
+      claim: (key, leaseMs, options) => this.claim(port, key, leaseMs, options),
+      complete: (claim, result) =>
+        this.call("complete", claim, () =>
+          result === undefined ? port.complete(claim) : port.complete(claim, result),
+        ),
       release: (claim) => this.call("release", claim, () => port.release(claim)),
     };
     const renew = port.renew;
@@ -220,12 +224,19 @@ export class Observation {
     }
   }
 
-  private async claim(port: LockBackend, key: string, leaseMs: number) {
+  private async claim(
+    port: LockBackend,
+    key: string,
+    leaseMs: number,
+    options: ClaimOptions | undefined,
+  ) {
     const child = this.child("claim");
     const startedAt = performance.now();
     this.claimingSince ??= startedAt;
     try {
-      const outcome = await port.claim(key, leaseMs);
+      const outcome = await (options === undefined
+        ? port.claim(key, leaseMs)
+        : port.claim(key, leaseMs, options));
       child?.setAttribute("idempotency.claim.status", outcome.status);
       if (outcome.status === "won") {
         this.fencingId = outcome.claim.fencingId;

@@ -12,6 +12,7 @@ import type { TelemetrySettings } from "./settings.js";
 /** The verbs as telemetry names them. */
 const VERB_NAMES: Readonly<Record<CycleMode, string>> = {
   lock: "lock",
+  once: "once",
   mutex: "mutex",
   transaction: "lockInTransaction",
 };

@@ -1,6 +1,6 @@
 // lock() and mutex(): thin facades over the claim cycle (engine/cycle.ts), which completes
 // the key after a lock's body and releases it after a mutex's.
-import type { GuardedBody, LockOptions } from "../types.js";
+import type { FingerprintOption, GuardedBody, LockOptions } from "../types.js";
 import { runVerb, type VerbBody } from "./run-verb.js";
 
 /** Their bodies already have the engine's shape: (claim, signal). */
@@ -27,7 +27,11 @@ const GUARDED: VerbBody<GuardedBody<unknown>, unknown> = { signalAt: 1, adapt: (
  * });
  * ```
  */
-export function lock<T>(key: string, options: LockOptions, body: GuardedBody<T>): Promise<T> {
+export function lock<T>(
+  key: string,
+  options: LockOptions & FingerprintOption,
+  body: GuardedBody<T>,
+): Promise<T> {
   return runVerb("lock", "lock()", key, options, body, GUARDED as VerbBody<GuardedBody<T>, T>);
 }
 
@@ -49,6 +53,10 @@ export function lock<T>(key: string, options: LockOptions, body: GuardedBody<T>)
  * await mutex("po:4711", { backend }, async () => applyStatusUpdate("4711", "shipped"));
  * ```
  */
-export function mutex<T>(key: string, options: LockOptions, body: GuardedBody<T>): Promise<T> {
+export function mutex<T>(
+  key: string,
+  options: LockOptions & FingerprintOption,
+  body: GuardedBody<T>,
+): Promise<T> {
   return runVerb("mutex", "mutex()", key, options, body, GUARDED as VerbBody<GuardedBody<T>, T>);
 }

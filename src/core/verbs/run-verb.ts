@@ -1,10 +1,35 @@
-// What lock(), mutex() and lockInTransaction() share: check the call where it enters, run one
-// cycle (traced when telemetry records), and answer with the body's value or a rejection.
-import { type CycleBody, type CycleMode, runCycle } from "../engine/cycle.js";
-import { resultOf } from "../engine/outcome.js";
-import { resolveLockOptions, transactionalBackend } from "../options.js";
+// What lock(), mutex(), once() and lockInTransaction() share: check the call where it enters,
+// run one cycle (traced when telemetry records), and answer with the body's value or a
+// rejection. A de-duplicating verb's body runs in a step scope (scope.ts); a mutex's does not.
+import { type CycleBody, type CycleMode, type RecordedResult, runCycle } from "../engine/cycle.js";
+import { type CycleOutcome, resultOf } from "../engine/outcome.js";
+import { Duplicate, InvalidConfiguration } from "../errors.js";
+import {
+  LOCK_OPTION_NAMES,
+  type ResolvedLockOptions,
+  requireSupport,
+  resolveLockOptions,
+  transactionalBackend,
+} from "../options.js";
 import { traceCycle } from "../telemetry/trace.js";
-import { assertFunction, assertValidKey } from "../validate.js";
+import {
+  assertFunction,
+  assertPositiveMs,
+  assertValidKey,
+  describe,
+  fingerprintOption,
+  knownOptions,
+  readOptions,
+  readProperty,
+} from "../validate.js";
+import {
+  DEFAULT_MAX_RESULT_BYTES,
+  JSON_CODEC,
+  type ResultCodec,
+  recordResult,
+  replayResult,
+} from "./result.js";
+import { scopedBody } from "./scope.js";
 
 /** How a verb's body is called: where its signal parameter is, and its shape for the engine. */
 export interface VerbBody<B, T> {
@@ -12,6 +37,18 @@ export interface VerbBody<B, T> {
   readonly signalAt: number;
   /** The body in the engine's shape (claim, signal, tx). */
   readonly adapt: (body: B) => CycleBody<T>;
+}
+
+/** The options every verb takes beyond the lock options, and once()'s own. */
+const VERB_NAMES = ["fingerprint"] as const;
+const ONCE_NAMES = ["fingerprint", "codec", "maxResultBytes"] as const;
+const VERB_KNOWN = knownOptions([...LOCK_OPTION_NAMES, ...VERB_NAMES], "lock");
+const ONCE_KNOWN = knownOptions([...LOCK_OPTION_NAMES, ...ONCE_NAMES], "lock");
+
+/** How once() records a result and reads it back. */
+interface Recording<T> {
+  readonly codec: ResultCodec<T>;
+  readonly record: (value: T) => RecordedResult;
 }
 
 /**
@@ -27,20 +64,64 @@ export async function runVerb<B extends (...args: never[]) => unknown, T>(
   shape: VerbBody<B, T>,
 ): Promise<T> {
   assertValidKey(key);
-  const resolved = resolveLockOptions(where, options);
+  const once = mode === "once";
+  const resolved = resolveLockOptions(where, options, once ? ONCE_KNOWN : VERB_KNOWN);
+  const extra = readOptions(where, options, false, once ? ONCE_NAMES : VERB_NAMES, false);
+  const fingerprint = fingerprintOption("options.fingerprint", extra.fingerprint);
+  if (fingerprint !== undefined) requireSupport(where, resolved.backend, "fingerprints");
   if (mode === "transaction") transactionalBackend(where, resolved.backend);
+  const recording = once ? recordingOf<T>(where, resolved, extra) : undefined;
   assertFunction(where, "body", body);
+  const adapted = shape.adapt(body);
   const outcome = await traceCycle(
     {
       mode,
       key,
       options: resolved,
-      body: shape.adapt(body),
+      body: mode === "mutex" ? adapted : scopedBody(adapted, key, resolved, undefined),
       bodyTakesSignal: body.length > shape.signalAt,
       message: undefined,
       signal: undefined,
+      fingerprint,
+      record: recording?.record,
     },
     runCycle,
   );
-  return resultOf(outcome);
+  return recording === undefined ? resultOf(outcome) : replayed(outcome, recording.codec);
+}
+
+/** once()'s codec and size limit, checked: the smaller of `maxResultBytes` and the store's. */
+function recordingOf<T>(
+  where: string,
+  resolved: ResolvedLockOptions,
+  extra: { readonly codec?: unknown; readonly maxResultBytes?: unknown },
+): Recording<T> {
+  const supports = requireSupport(where, resolved.backend, "results");
+  const codec = codecOption<T>(extra.codec);
+  const asked = extra.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+  assertPositiveMs("options.maxResultBytes", asked);
+  const maxBytes = Math.min(asked as number, supports.maxResultBytes);
+  return { codec, record: (value) => recordResult(value, codec, maxBytes) };
+}
+
+/** `codec` checked once: an object with encode and decode functions; default JSON. */
+export function codecOption<T>(value: unknown): ResultCodec<T> {
+  if (value === undefined) return JSON_CODEC as ResultCodec<T>;
+  if (value !== null && typeof value === "object") {
+    const encode = readProperty("options.codec.encode", value, "encode");
+    const decode = readProperty("options.codec.decode", value, "decode");
+    if (typeof encode === "function" && typeof decode === "function")
+      return value as ResultCodec<T>;
+  }
+  throw new InvalidConfiguration(
+    `options.codec must be an object with encode(value) => string and decode(text) => value functions, got ${describe(value)}`,
+  );
+}
+
+/** once()'s answer: its own run's value, the recorded one of an earlier run, or a rejection. */
+export function replayed<T>(outcome: CycleOutcome<T>, codec: ResultCodec<T>): T {
+  if (outcome.kind !== "duplicate") return resultOf(outcome);
+  const replay = replayResult(outcome.key, outcome.result, codec);
+  if (replay.replayed) return replay.value;
+  throw new Duplicate(outcome.key, replay.why);
 }

@@ -1,0 +1,38 @@
+// What step() finds around it: the nearest de-duplicating key (a lock, once or
+// lockInTransaction body, or a surface's handler) and its options, carried through every
+// await by AsyncLocalStorage. A mutex sets no scope: its key is shared by distinct messages,
+// so a step inside it keys on whatever de-duplicating key is around the mutex.
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { CycleBody } from "../engine/cycle.js";
+import type { MessageRef } from "../logger.js";
+import type { ResolvedLockOptions } from "../options.js";
+
+/** One run of a de-duplicating body, as its steps see it. */
+export interface StepScope {
+  /** The key the steps derive theirs from. */
+  readonly key: string;
+  /** The enclosing backend, lease, heartbeat, logger and telemetry. */
+  readonly options: ResolvedLockOptions;
+  /** The step names this run used so far: a name used twice in one run is refused. */
+  readonly names: Set<string>;
+  /** The delivery a surface runs the body for: the steps' log lines name it too. */
+  readonly message: MessageRef | undefined;
+}
+
+const scopes = new AsyncLocalStorage<StepScope>();
+
+/** The scope of the body running now, if any. */
+export function currentScope(): StepScope | undefined {
+  return scopes.getStore();
+}
+
+/** `body` run inside a new step scope for `key`: each run gets its own set of names. */
+export function scopedBody<T>(
+  body: CycleBody<T>,
+  key: string,
+  options: ResolvedLockOptions,
+  message: MessageRef | undefined,
+): CycleBody<T> {
+  return (claim, signal, tx) =>
+    scopes.run({ key, options, names: new Set(), message }, body, claim, signal, tx);
+}

@@ -5,7 +5,8 @@ import { createHash } from "node:crypto";
 import { InvalidConfiguration } from "../core/errors.js";
 import { requireSupport } from "../core/options.js";
 import type { LockBackend } from "../core/port.js";
-import { describe, fingerprintOption } from "../core/validate.js";
+import { fingerprintOption } from "../core/record-fields.js";
+import { describe } from "../core/validate.js";
 
 /** What the publisher sent: the parts `fingerprint: true` hashes. */
 export interface PublishedPayload {

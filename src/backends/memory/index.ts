@@ -10,6 +10,7 @@ import type {
   LockBackend,
   PurgeOptions,
 } from "../../core/port.js";
+import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import {
   claimTransition,
   completeTransition,
@@ -26,8 +27,6 @@ import {
   assertFencingId,
   assertPositiveMs,
   assertValidKey,
-  claimFingerprint,
-  completeResult,
   describe,
   functionOption,
   knownOptions,

@@ -4,7 +4,8 @@
 
 import type { RecordedResult } from "../engine/cycle.js";
 import { InvalidConfiguration, quoteKey } from "../errors.js";
-import { describe, storableText } from "../validate.js";
+import { storableText } from "../record-fields.js";
+import { describe } from "../validate.js";
 
 /**
  * How {@link once} turns a result into text for the record and back. The default is JSON,

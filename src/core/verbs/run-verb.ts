@@ -11,13 +11,13 @@ import {
   resolveLockOptions,
   transactionalBackend,
 } from "../options.js";
+import { fingerprintOption } from "../record-fields.js";
 import { traceCycle } from "../telemetry/trace.js";
 import {
   assertFunction,
   assertPositiveMs,
   assertValidKey,
   describe,
-  fingerprintOption,
   knownOptions,
   readOptions,
   readProperty,

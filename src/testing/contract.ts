@@ -8,6 +8,7 @@ import { describeFencedCases } from "./contract-fenced.js";
 import { describeKeyAndLimitCases } from "./contract-keys.js";
 import { describeOperatorCases } from "./contract-operator.js";
 import { describePurgeCase } from "./contract-purge.js";
+import { describeRecordCases } from "./contract-records.js";
 import { globalRunner, type TestRunner } from "./contract-runner.js";
 import { describeScenarioCases } from "./contract-scenarios.js";
 import {
@@ -179,6 +180,7 @@ export function describeBackendContract<Tx>(
     });
 
     describeKeyAndLimitCases(c);
+    describeRecordCases(c);
     describeTransactionCases(target.transactional, c);
   });
 }

@@ -108,21 +108,43 @@ const KEYS = 2;
  * won gets a forged claim at fence 1.
  */
 export type ModelCommand =
-  | { op: "claim"; key: number; lease: 0.5 | 1 }
-  | { op: "complete"; key: number; age: 0 | 1 }
+  | { op: "claim"; key: number; lease: 0.5 | 1; payload?: Payload }
+  | { op: "complete"; key: number; age: 0 | 1; payload?: Payload }
   | { op: "release"; key: number; age: 0 | 1 }
   | { op: "renew"; key: number; age: 0 | 1; lease: 0.5 | 1 }
   | { op: "wait"; fraction: 0.25 | 0.5 | 1 };
 
-function commandArbitrary(renews: boolean): fc.Arbitrary<ModelCommand> {
+/**
+ * On a backend that stores fingerprints and results: a claim's fingerprint and a complete's
+ * result, one of two payloads or none (0, 1; 2 = none), so every record field is written,
+ * answered, replaced on a win and cleared as the table says.
+ */
+type Payload = 0 | 1 | 2;
+const PAYLOAD = fc.constantFrom<Payload>(2, 0, 1);
+const fingerprintOf = (payload: Payload | undefined) =>
+  payload === undefined || payload === 2 ? undefined : `fp-${payload}`;
+const resultOf = (payload: Payload | undefined) =>
+  payload === undefined || payload === 2 ? undefined : `r:${payload}`;
+
+function commandArbitrary(renews: boolean, payloads: boolean): fc.Arbitrary<ModelCommand> {
   const age = fc.oneof({ weight: 3, arbitrary: fc.constant<0 | 1>(0) }, fc.constant<0 | 1>(1));
   // Mostly the first key, so that one key lives through many calls; the second catches calls
   // that touch a record other than their own.
   const key = fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, fc.constant(1));
   const lease = fc.constantFrom<0.5 | 1>(1, 0.5);
   const arbitraries: fc.WeightedArbitrary<ModelCommand>[] = [
-    { weight: 4, arbitrary: fc.record({ op: fc.constant("claim" as const), key, lease }) },
-    { weight: 2, arbitrary: fc.record({ op: fc.constant("complete" as const), key, age }) },
+    {
+      weight: 4,
+      arbitrary: payloads
+        ? fc.record({ op: fc.constant("claim" as const), key, lease, payload: PAYLOAD })
+        : fc.record({ op: fc.constant("claim" as const), key, lease }),
+    },
+    {
+      weight: 2,
+      arbitrary: payloads
+        ? fc.record({ op: fc.constant("complete" as const), key, age, payload: PAYLOAD })
+        : fc.record({ op: fc.constant("complete" as const), key, age }),
+    },
     { weight: 2, arbitrary: fc.record({ op: fc.constant("release" as const), key, age }) },
     {
       weight: 3,
@@ -146,11 +168,14 @@ function showCommand(c: ModelCommand): string {
     case "wait":
       return `wait ${c.fraction} lease`;
     case "claim":
-      return `claim k${c.key} for ${c.lease} lease`;
+      return `claim k${c.key} for ${c.lease} lease${c.payload === undefined ? "" : ` fingerprint ${fingerprintOf(c.payload) ?? "none"}`}`;
     default:
       return (
         `${c.op} k${c.key} with ${c.age === 0 ? "the latest claim" : "the claim before it"}` +
-        (c.op === "renew" ? ` for ${c.lease} lease` : "")
+        (c.op === "renew" ? ` for ${c.lease} lease` : "") +
+        (c.op === "complete" && c.payload !== undefined
+          ? ` result ${resultOf(c.payload) ?? "none"}`
+          : "")
       );
   }
 }
@@ -169,6 +194,9 @@ interface ModelRecord {
   fencingId: number;
   lease: Span;
   expires: Span;
+  /** What the record keeps beyond its lease (a backend with `supports`), known exactly. */
+  fingerprint?: string | undefined;
+  result?: string | undefined;
 }
 
 /** One possibility for a key: a record, or none (never written, or deleted past expiry). */
@@ -198,7 +226,8 @@ function corners(slot: Slot, window: Span): (LockRecord | undefined)[] {
   const out: LockRecord[] = [];
   for (const leaseExpiresAt of values(slot.lease)) {
     for (const expiresAt of values(slot.expires)) {
-      out.push({ state: slot.state, fencingId: slot.fencingId, leaseExpiresAt, expiresAt });
+      const { state, fencingId, fingerprint, result } = slot;
+      out.push({ state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result });
     }
   }
   return out;
@@ -238,13 +267,24 @@ function claimShape(outcome: ClaimOutcome): Shape {
         time: outcome.claim.leaseExpiresAt,
       };
     case "held":
-      return { shape: "held", time: outcome.leaseExpiresAt };
+      return {
+        shape: `held${fieldsShape(outcome.fingerprint, undefined)}`,
+        time: outcome.leaseExpiresAt,
+      };
     default:
-      return { shape: "done" };
+      return { shape: `done${fieldsShape(outcome.fingerprint, outcome.result)}` };
   }
 }
 
 const valueShape = (answer: unknown): Shape => ({ shape: String(answer) });
+
+/** The record fields an answer carries, each only when present. */
+function fieldsShape(fingerprint: string | undefined, result: string | undefined): string {
+  return (
+    (fingerprint === undefined ? "" : ` fingerprint ${fingerprint}`) +
+    (result === undefined ? "" : ` result ${result}`)
+  );
+}
 
 /** One way the call could have gone: the answer, the row, and the records it leaves. */
 interface Possibility {
@@ -337,6 +377,8 @@ function explore<A>(
                 fencingId: source.slot.fencingId,
                 leaseExpiresAt: mid(source.slot.lease),
                 expiresAt: mid(source.slot.expires),
+                fingerprint: source.slot.fingerprint,
+                result: source.slot.result,
               };
         estimate.add(shapeOf(decide(record, mid(window)).answer).shape);
       }
@@ -351,6 +393,8 @@ function explore<A>(
       for (const w of written) {
         assert.equal(w.state, first.state, "one row writes one state");
         assert.equal(w.fencingId, first.fencingId, "one row writes one fence");
+        assert.equal(w.fingerprint, first.fingerprint, "one row writes one fingerprint");
+        assert.equal(w.result, first.result, "one row writes one result");
         lease = hull(lease, point(w.leaseExpiresAt));
         expires = hull(expires, point(w.expiresAt));
       }
@@ -359,6 +403,8 @@ function explore<A>(
         fencingId: first.fencingId,
         lease: lease!,
         expires: expires!,
+        fingerprint: first.fingerprint,
+        result: first.result,
       };
     }
     possibilities.push(group);
@@ -370,7 +416,10 @@ function explore<A>(
 function merge(slots: readonly Slot[]): Slot[] {
   const byId = new Map<string, Slot>();
   for (const slot of slots) {
-    const id = slot === undefined ? "absent" : `${slot.state}/${slot.fencingId}`;
+    const id =
+      slot === undefined
+        ? "absent"
+        : `${slot.state}/${slot.fencingId}/${slot.fingerprint ?? ""}/${slot.result ?? ""}`;
     const seen = byId.get(id);
     if (seen === undefined || slot === undefined) {
       byId.set(id, slot);
@@ -393,7 +442,9 @@ function showSlots(slots: readonly Slot[], t0: number): string {
     .map((s) =>
       s === undefined
         ? "none"
-        : `${s.state} fence ${s.fencingId} lease→${at(s.lease)} expires→${at(s.expires)}`,
+        : `${s.state} fence ${s.fencingId} lease→${at(s.lease)} expires→${at(s.expires)}` +
+          (s.fingerprint === undefined ? "" : ` fingerprint ${s.fingerprint}`) +
+          (s.result === undefined ? "" : ` result ${s.result}`),
     )
     .join(" | ");
 }
@@ -497,14 +548,20 @@ class Sequence {
     let decide: (record: LockRecord | undefined, now: number) => Transition<unknown>;
     switch (command.op) {
       case "claim": {
-        const call = { key, leaseMs, ttlMs };
-        send = () => backend.claim(key, leaseMs);
+        const fingerprint = fingerprintOf(command.payload);
+        const call = { key, leaseMs, ttlMs, fingerprint };
+        send = () =>
+          fingerprint === undefined
+            ? backend.claim(key, leaseMs)
+            : backend.claim(key, leaseMs, { fingerprint });
         decide = (record, now) => claimTransition(record, now, call, FIRST_FENCE);
         break;
       }
       case "complete": {
-        const call = { claim, ttlMs };
-        send = () => backend.complete(claim);
+        const result = resultOf(command.payload);
+        const call = { claim, ttlMs, result };
+        send = () =>
+          result === undefined ? backend.complete(claim) : backend.complete(claim, result);
         decide = (record, now) => completeTransition(record, now, call);
         break;
       }
@@ -707,7 +764,9 @@ export async function checkAgainstTable(
   };
   let sequences = 0;
   const numRuns = options.numRuns ?? 200;
-  const commands = fc.array(commandArbitrary(target.backend.renew !== undefined), {
+  const supports = target.backend.supports;
+  const payloads = supports?.fingerprints === true && supports.results === true;
+  const commands = fc.array(commandArbitrary(target.backend.renew !== undefined, payloads), {
     minLength: 1,
     maxLength: options.maxCommands ?? 10,
   });

@@ -48,9 +48,9 @@ describe("fingerprint: true", () => {
     const logger = captureLogger();
     const runs: string[] = [];
     const listener = idempotentMessage(
-      { backend, logger, fingerprint: true, key: (m) => m.attributes.orderId },
+      { backend, logger, fingerprint: true, key: (m) => m.attributes?.orderId },
       async (m) => {
-        runs.push(m.data.toString());
+        runs.push(String(m.data));
       },
     );
     const first = fakeMessage("total=99", { attributes: { orderId: "7" }, deliveryAttempt: 1 });
@@ -100,7 +100,7 @@ describe("fingerprint: true", () => {
         logger,
         key: () => "k",
         fingerprint: (m) => {
-          const text = m.data.toString();
+          const text = String(m.data);
           if (text === "throw") throw new Error("cannot read the payload");
           return text === "bad" ? "" : text.split(";")[0];
         },

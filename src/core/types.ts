@@ -17,9 +17,10 @@ import type { Claim, LockBackend } from "./port.js";
  *   unwrapped push's `x-goog-pubsub-subscription-name`, a Pub/Sub CloudEvent; a pull
  *   `Message` does not);
  * - `deliveryAttempt`: present only with a dead-letter policy;
- * - `outcome`: `duplicate`, `held`, `failed`, `fenced_out`, `unkeyed`, `invalid_key`,
- *   `malformed`, `too_large`, `unguarded`, `release_failed`, `complete_failed`,
- *   `hook_failed`, `client_gone`, `settle_failed`, `renew_failed`, `heartbeat_stopped`;
+ * - `outcome`: `duplicate`, `held`, `failed`, `fenced_out`, `payload_mismatch`, `unkeyed`,
+ *   `invalid_key`, `malformed`, `too_large`, `unguarded`, `release_failed`,
+ *   `complete_failed`, `result_not_recorded`, `hook_failed`, `client_gone`, `settle_failed`,
+ *   `renew_failed`, `heartbeat_stopped`;
  * - `reason`: why, when there is one (the error's text, the 400 or 503 answer);
  *
  * then the line's own extras (`fencingId`, `leaseExpiresAt`, `stack`, `alert`, …). A field

@@ -34,9 +34,7 @@ export interface ResultCodec<T> {
 export const JSON_CODEC: ResultCodec<unknown> = {
   encode: (value) => {
     const text: unknown = JSON.stringify(value);
-    if (typeof text !== "string") {
-      throw new TypeError(`JSON cannot encode ${describe(value)}; pass options.codec`);
-    }
+    if (typeof text !== "string") throw new TypeError(`it is ${describe(value)}`);
     return text;
   },
   decode: (text) => JSON.parse(text) as unknown,
@@ -64,7 +62,11 @@ export function recordResult<T>(value: T, codec: ResultCodec<T>, maxBytes: numbe
   try {
     text = codec.encode(value);
   } catch (error) {
-    return unrecorded(`options.codec.encode threw: ${reasonOf(error)}`);
+    return unrecorded(
+      codec === JSON_CODEC
+        ? `JSON cannot encode the result (${reasonOf(error)}); pass options.codec`
+        : `options.codec.encode threw: ${reasonOf(error)}`,
+    );
   }
   if (typeof text !== "string") {
     return unrecorded(`options.codec.encode returned ${describe(text)}, not a string`);

@@ -68,7 +68,7 @@ export function stepKey(parent: string, name: string): string {
  * declare function charge(orderId: string): Promise<{ chargeId: string }>;
  * declare function ship(orderId: string, chargeId: string): Promise<void>;
  * export const onMessage = idempotentMessage({ backend: new InMemoryLock() }, async (message) => {
- *   const orderId = message.data.toString();
+ *   const orderId = message.attributes?.orderId ?? "";
  *   const { chargeId } = await step("charge", () => charge(orderId)); // replayed on a retry
  *   await step("ship", () => ship(orderId, chargeId));
  * });

@@ -3,11 +3,12 @@
  * sends it to the supplier, and then exits the process before any `complete` — the crash
  * window that "key your sink" closes. With the transactional sink it claims each order with
  * lockInTransaction, INSERTs the order row and exits before the commit: the database rolls
- * the rows back. Either way the claims stay behind until their lease lapses.
+ * the rows back. With the steps sink it runs the order's first step (the charge, recorded) and
+ * exits before the second. Either way the claims stay behind until their lease lapses.
  *
  * Run by main.ts with child_process.fork; it reads one IPC message and never returns.
  */
-import { lock, lockInTransaction } from "gcp-pubsub-idempotency";
+import { lock, lockInTransaction, step } from "gcp-pubsub-idempotency";
 import { warmUpBackend } from "gcp-pubsub-idempotency/testing";
 import { silentLogger } from "../../test/support/logger.js";
 import { sendOrder } from "../../test/support/supplier.js";
@@ -23,6 +24,8 @@ export interface CrashJob {
   readonly orders: readonly { orderId: string; key: string }[];
   /** The transactional sink: insert the order row, die before the commit. */
   readonly transaction: boolean;
+  /** The steps sink: run the charge step, die before the shipment. */
+  readonly steps: boolean;
 }
 
 /**
@@ -57,7 +60,19 @@ process.once("message", async (job: CrashJob) => {
   };
   const options = { leaseMs, logger: silentLogger };
   for (const { orderId, key } of job.orders) {
-    if (job.transaction && sink) {
+    if (job.steps) {
+      void lock(key, { ...options, backend }, async () => {
+        await step("charge", async () => {
+          await sendOrder(
+            job.supplierUrl,
+            `${orderId}:charge`,
+            `charge:${orderId}:${Math.random()}`,
+          );
+          return `charge-of-${orderId}`;
+        });
+        return written();
+      }).catch(failed);
+    } else if (job.transaction && sink) {
       void lockInTransaction(key, { ...options, backend: sink.lock }, async (tx) => {
         await sink.insert(tx, orderId);
         return written();

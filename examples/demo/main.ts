@@ -8,7 +8,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { idempotentHttp, type LockBackend, type Logger } from "gcp-pubsub-idempotency";
+import { idempotentHttp, type LockBackend, type Logger, lock, step } from "gcp-pubsub-idempotency";
 import { pushBody, simulatePushDeliveries, warmUpBackend } from "gcp-pubsub-idempotency/testing";
 // The supplier: a local stand-in for a vendor API that de-duplicates on the Idempotency-Key
 // header ("key your sink"), shared with the functional suite.
@@ -70,6 +70,11 @@ Options:
                       (idempotentHttp with transaction: true), so DONE commits with the row
                       and no Idempotency-Key is needed anywhere; the crash worker inserts and
                       dies before the commit. SQL backends only (sqlite, postgres, mysql).
+                      steps: the body is three steps, step("charge") → step("ship") →
+                      step("email"), each a call the supplier counts WITHOUT de-duplicating;
+                      the failing orders throw between the charge and the shipment, the
+                      crash worker dies after the charge. Each step must reach the supplier
+                      exactly once per order: its recorded result is replayed on the retry.
   --help              this text
 
 Exit code 0 only when every order is acked and held by the sink exactly once.`;
@@ -113,8 +118,9 @@ const backendName = values.backend;
 if (!isBackendName(backendName)) fail(`unknown --backend ${backendName}; try --help`);
 const name: BackendName = backendName;
 const sinkName = values.sink;
-if (sinkName !== "supplier" && sinkName !== "transaction")
-  fail(`unknown --sink ${sinkName}: supplier or transaction`);
+if (sinkName !== "supplier" && sinkName !== "transaction" && sinkName !== "steps")
+  fail(`unknown --sink ${sinkName}: supplier, transaction or steps`);
+const steps = sinkName === "steps";
 
 // A small deterministic PRNG, so a seed reproduces which orders fail or crash.
 function random(): number {
@@ -158,14 +164,15 @@ const counts = {
 // The real backend, with a look at each claim's outcome (the gateway itself is unchanged).
 const inner = opened.lock;
 const backend: LockBackend = {
-  async claim(key, leaseMs) {
-    const outcome = await inner.claim(key, leaseMs);
+  async claim(key, leaseMs, claimOptions) {
+    const outcome = await inner.claim(key, leaseMs, claimOptions);
     const ctx = delivery.getStore();
     if (ctx && outcome.status === "held") ctx.metHeld = true;
     return outcome;
   },
-  complete: (claim) => inner.complete(claim),
+  complete: (claim, result) => inner.complete(claim, result),
   release: (claim) => inner.release(claim),
+  supports: inner.supports,
 };
 
 const quiet: Logger = {
@@ -203,28 +210,44 @@ function bodyRuns(orderId: string): void {
   if (failOnce.delete(orderId)) throw new Error("transient supplier error");
   if (crashed.has(orderId)) counts.healed.add(orderId);
 }
-const handler = sink
-  ? // The order row and DONE commit together: a plain INSERT, no key at the sink.
-    idempotentHttp(
-      {
-        ...gateway,
-        backend: {
-          ...backend,
-          completeInTransaction: sink.lock.completeInTransaction.bind(sink.lock),
-        },
-        transaction: true,
-      },
-      async (message, tx) => {
-        const orderId = message.attributes.orderId ?? "";
-        await sink.insert(tx, orderId);
-        bodyRuns(orderId);
-      },
-    )
-  : idempotentHttp({ ...gateway, backend }, async (message, _req, _res) => {
+/** One step's call to the supplier, counted per arrival (`<order>:<step>`), never de-duplicated. */
+async function sendStep(orderId: string, name: string, seen: string): Promise<string> {
+  await sendOrder(supplier.url, `${orderId}:${name}`, `${name}:${orderId}:${Math.random()}`);
+  return `${name}-of-${orderId}${seen ? ` after ${seen}` : ""}`;
+}
+const handler = steps
+  ? // Three steps, each recorded: a redelivery replays the ones that finished.
+    idempotentHttp({ ...gateway, backend }, async (message) => {
       const orderId = message.attributes.orderId ?? "";
-      bodyRuns(orderId);
-      await sendOrder(supplier.url, orderId, `order:${orderId}`);
-    });
+      counts.bodies += 1;
+      const charge = await step("charge", () => sendStep(orderId, "charge", ""));
+      if (failOnce.delete(orderId)) throw new Error("transient supplier error");
+      if (crashed.has(orderId)) counts.healed.add(orderId);
+      const ship = await step("ship", () => sendStep(orderId, "ship", charge));
+      await step("email", () => sendStep(orderId, "email", ship));
+    })
+  : sink
+    ? // The order row and DONE commit together: a plain INSERT, no key at the sink.
+      idempotentHttp(
+        {
+          ...gateway,
+          backend: {
+            ...backend,
+            completeInTransaction: sink.lock.completeInTransaction.bind(sink.lock),
+          },
+          transaction: true,
+        },
+        async (message, tx) => {
+          const orderId = message.attributes.orderId ?? "";
+          await sink.insert(tx, orderId);
+          bodyRuns(orderId);
+        },
+      )
+    : idempotentHttp({ ...gateway, backend }, async (message, _req, _res) => {
+        const orderId = message.attributes.orderId ?? "";
+        bodyRuns(orderId);
+        await sendOrder(supplier.url, orderId, `order:${orderId}`);
+      });
 const push = createServer((req, res) => {
   const ctx = { metHeld: false };
   res.on("finish", () => {
@@ -269,6 +292,7 @@ if (crashOrders.length > 0) {
               maxLeaseMs: MAX_CRASH_LEASE_MS,
               orders: slice.map(({ orderId, key }) => ({ orderId, key })),
               transaction: sink !== undefined,
+              steps,
             };
             child.once("spawn", () => child.send(job));
             child.once("exit", (code) =>
@@ -281,6 +305,18 @@ if (crashOrders.length > 0) {
     // In-process stand-in: claim, send, and abandon the claim as a dead process would.
     await Promise.all(
       crashOrders.map(async ({ orderId, key }) => {
+        if (steps) {
+          // The charge step recorded, then a holder that never comes back.
+          const charged = new Promise<void>((done) => {
+            void lock(key, { backend: inner, leaseMs: CRASH_LEASE_MS, logger: quiet }, async () => {
+              await step("charge", () => sendStep(orderId, "charge", ""));
+              done();
+              return new Promise<never>(() => {});
+            });
+          });
+          await charged;
+          return;
+        }
         const outcome = await inner.claim(key, CRASH_LEASE_MS); // memory: the supplier sink only
         if (outcome.status !== "won") throw new Error(`crash claim of ${key}: ${outcome.status}`);
         await sendOrder(supplier.url, orderId, key);
@@ -356,14 +392,32 @@ for (const { orderId } of orders) {
   if (!rows) reSends += (supplier.arrivals.get(orderId) ?? 0) - n;
 }
 const at = rows ? "in the orders table" : "at supplier";
+/** Per step: orders whose step reached the supplier once, more often, never (every arrival). */
+const stepRows: [string, number][] = [];
+let stepsOnce = 0;
+for (const name of ["charge", "ship", "email"]) {
+  const tally = [0, 0, 0];
+  for (const { orderId } of orders) {
+    const n = supplier.arrivals.get(`${orderId}:${name}`) ?? 0;
+    tally[n === 1 ? 0 : n > 1 ? 1 : 2]! += 1;
+  }
+  stepRows.push(
+    [`${name} calls exactly once`, tally[0]!],
+    [`${name} calls more than once`, tally[1]!],
+    [`${name} calls never`, tally[2]!],
+  );
+  if (tally[0] === orderCount) stepsOnce += 1;
+}
 
 const table: [string, string | number][] = [
   ["backend", `${name}${BACKENDS[name].shared ? "" : " (crash simulated in-process)"}`],
   [
     "sink",
-    sink
-      ? "plain INSERTs in the store's transaction (no unique constraint, no Idempotency-Key)"
-      : "the supplier, de-duplicating on Idempotency-Key",
+    steps
+      ? "three steps (charge, ship, email), each counted at the supplier without de-duplication"
+      : sink
+        ? "plain INSERTs in the store's transaction (no unique constraint, no Idempotency-Key)"
+        : "the supplier, de-duplicating on Idempotency-Key",
   ],
   ["orders", orderCount],
   ["deliveries", deliveries],
@@ -373,10 +427,14 @@ const table: [string, string | number][] = [
   [`nacks saved by waitMs=${waitMs}`, counts.savedByWait],
   ["transient failures (500)", counts.transient],
   ["crashes healed", `${counts.healed.size}/${crashOrders.length}`],
-  ...(sink ? [] : [["re-sends de-duplicated by supplier", reSends] as [string, number]]),
-  [`orders ${at} exactly once`, once],
-  [`orders ${at} more than once`, more],
-  [`orders ${at} never`, never],
+  ...(steps
+    ? stepRows
+    : [
+        ...(sink ? [] : [["re-sends de-duplicated by supplier", reSends] as [string, number]]),
+        [`orders ${at} exactly once`, once] as [string, number],
+        [`orders ${at} more than once`, more] as [string, number],
+        [`orders ${at} never`, never] as [string, number],
+      ]),
   ["orders never acked", unacked.length],
   ["time", `${seconds.toFixed(1)} s`],
 ];
@@ -386,13 +444,13 @@ for (const [label, value] of table) console.log(`  ${label.padEnd(width)}  ${val
 for (const line of counts.unexpected.slice(0, 5)) console.error(`unexpected: ${line}`);
 
 const ok =
-  once === orderCount &&
+  (steps ? stepsOnce === 3 : once === orderCount) &&
   unacked.length === 0 &&
   counts.healed.size === crashOrders.length &&
   counts.unexpected.length === 0;
 console.log(
   ok
-    ? `\nOK: every order acked and ${rows ? "in the orders table" : "at the supplier"} exactly once`
+    ? `\nOK: every order acked and ${steps ? "each of its steps at the supplier" : rows ? "in the orders table" : "at the supplier"} exactly once`
     : "\nFAILED",
 );
 

@@ -136,6 +136,37 @@ it.each(["sqlite", "postgres", "mysql"])(
   },
 );
 
+it.each(["memory", "postgres"])(
+  "demo --sink steps on %s: a failure or a crash between steps, every step at the supplier exactly once, exit 0",
+  async (backend) => {
+    const result = await demo([
+      "--orders",
+      "60",
+      "--seed",
+      "3",
+      "--sink",
+      "steps",
+      "--backend",
+      backend,
+    ]);
+    expect(result.stderr.trim()).toBe("");
+    expect(result.code).toBe(0);
+    const { stdout } = result;
+    for (const name of ["charge", "ship", "email"]) {
+      expect(row(stdout, `${name} calls exactly once`)).toBe("60");
+      expect(row(stdout, `${name} calls more than once`)).toBe("0");
+    }
+    // Some orders failed, and some holders died, after their charge: the retry replayed it.
+    expect(Number(row(stdout, "transient failures (500)"))).toBeGreaterThan(0);
+    const [healed, crashed] = row(stdout, "crashes healed").split("/").map(Number);
+    expect(crashed).toBeGreaterThan(0);
+    expect(healed).toBe(crashed);
+    expect(stdout).toContain(
+      "OK: every order acked and each of its steps at the supplier exactly once",
+    );
+  },
+);
+
 it("demo --sink transaction refuses a store without transactions, exit 2", async () => {
   const result = await demo(["--sink", "transaction", "--backend", "memory"]);
   expect(result.code).toBe(2);

@@ -58,8 +58,23 @@ export function recordText(key: string, record: InspectedRecord | undefined): st
       ["expiry", formatMoment(record.expiresAt, record.now)],
       ["store time", new Date(record.now).toISOString()],
     );
+    if (record.fingerprint !== undefined) rows.push(["fingerprint", shownText(record.fingerprint)]);
+    if (record.result !== undefined) rows.push(["result", shownResult(record.result)]);
   }
   return table(rows);
+}
+
+/** At most 200 characters of a stored text, as JSON, so a control character cannot hide. */
+function shownText(text: string): string {
+  const shown = JSON.stringify(text.length > 200 ? text.slice(0, 200) : text);
+  return text.length > 200 ? `${shown}… (${text.length} characters)` : shown;
+}
+
+/** once()'s record of a result: its marker read ("r:" a value, "u:" undefined, "n:" none). */
+function shownResult(text: string): string {
+  if (text === "u:") return "undefined (recorded by once())";
+  if (text.startsWith("n:")) return `none recorded: ${shownText(text.slice(2))}`;
+  return shownText(text.startsWith("r:") ? text.slice(2) : text);
 }
 
 /** The backend's inspect, or an Error saying this backend cannot be inspected. */

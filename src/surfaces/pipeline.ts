@@ -12,7 +12,7 @@ import { traceCycle, traceDelivery } from "../core/telemetry/trace.js";
 import { firstTraceparent } from "../core/trace-context.js";
 import type { Logger } from "../core/types.js";
 import { assertValidKey } from "../core/validate.js";
-import { scopedBody } from "../core/verbs/scope.js";
+import { scopedBody, unguardedScope } from "../core/verbs/scope.js";
 import { waitWithinDeadline } from "./deadline.js";
 import type { DeliveryOutcome } from "./delivery-outcome.js";
 import { DISABLED_ENV, gatewayDisabled, warnDisabledOnce } from "./disabled.js";
@@ -193,7 +193,7 @@ async function runUnclaimed<D extends Delivery, I>(
 ): Promise<DeliveryOutcome> {
   const signal = unclaimedSignal(gateway.handlerTakesSignal, delivery.clientGone);
   try {
-    await gateway.spec.call(gateway.handler, delivery, signal);
+    await unguardedScope(() => gateway.spec.call(gateway.handler, delivery, signal), delivery);
     return { kind };
   } catch (error) {
     return { kind: "failed", key: undefined, error: asError("the handler", error), inBody: true };

@@ -9,10 +9,13 @@ import type { ResolvedLockOptions } from "../options.js";
 
 /** One run of a de-duplicating body, as its steps see it. */
 export interface StepScope {
-  /** The key the steps derive theirs from. */
-  readonly key: string;
+  /**
+   * The key the steps derive theirs from; undefined where a surface runs its handler without a
+   * claim (the gateway disabled, or an unkeyed message allowed unguarded): steps run unrecorded.
+   */
+  readonly key: string | undefined;
   /** The enclosing backend, lease, heartbeat, logger and telemetry. */
-  readonly options: ResolvedLockOptions;
+  readonly options: ResolvedLockOptions | undefined;
   /** The step names this run used so far: a name used twice in one run is refused. */
   readonly names: Set<string>;
   /** The delivery a surface runs the body for: the steps' log lines name it too. */
@@ -35,4 +38,12 @@ export function scopedBody<T>(
 ): CycleBody<T> {
   return (claim, signal, tx) =>
     scopes.run({ key, options, names: new Set(), message }, body, claim, signal, tx);
+}
+
+/**
+ * `run` inside a scope whose steps run their bodies directly, unrecorded: a surface's handler
+ * run without a claim still finds step() usable, as the rest of it runs unguarded.
+ */
+export function unguardedScope<T>(run: () => T, message: MessageRef | undefined): T {
+  return scopes.run({ key: undefined, options: undefined, names: new Set(), message }, run);
 }

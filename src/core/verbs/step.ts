@@ -57,6 +57,9 @@ export function stepKey(parent: string, name: string): string {
  * - A {@link mutex} does not scope steps (its key is shared by distinct messages): inside one,
  *   the step keys on the de-duplicating key around it; with only a mutex around, it is refused.
  * - Outside any body it throws {@link InvalidConfiguration}: use `once(key, …)` there.
+ * - Where a surface runs its handler without a claim (`GCP_PUBSUB_IDEMPOTENCY_DISABLED`, or an
+ *   unkeyed message with `allowUnguarded`), a step runs its body directly, unrecorded, with a
+ *   claim of fence 0: the whole handler is unguarded then.
  * - The step's result is recorded as once() records it (JSON unless `options.codec`); one too
  *   large or not encodable completes the step and a later run rejects {@link Duplicate}.
  * - A step that throws records nothing; its error propagates to the enclosing body.
@@ -97,6 +100,7 @@ export async function step<T>(
     );
   }
   scope.names.add(name);
+  if (scope.key === undefined || scope.options === undefined) return runUnrecorded(name, body);
   const codec = codecOption<T>(options?.codec);
   const supports = requireSupport("step()", scope.options.backend, "results");
   const maxBytes = Math.min(DEFAULT_MAX_RESULT_BYTES, supports.maxResultBytes);
@@ -118,4 +122,15 @@ export async function step<T>(
     runCycle,
   );
   return replayed(outcome, codec);
+}
+
+/** A never-aborted signal for steps run without a claim. */
+const UNRECORDED_SIGNAL = new AbortController().signal;
+
+/** A step where its handler runs without a claim: the body, as it is, with a claim of fence 0. */
+async function runUnrecorded<T>(name: string, body: GuardedBody<T>): Promise<T> {
+  return body(
+    { key: name, fencingId: 0, leaseExpiresAt: Number.POSITIVE_INFINITY },
+    UNRECORDED_SIGNAL,
+  );
 }

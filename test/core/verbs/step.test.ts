@@ -99,6 +99,24 @@ describe("step()", () => {
     expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 
+  it("in a handler run without a claim (unkeyed, allowUnguarded) a step runs its body, unrecorded", async () => {
+    const backend = new InMemoryLock();
+    const calls: number[] = [];
+    const listener = idempotentMessage(
+      { backend, logger: silentLogger, key: () => undefined, allowUnguarded: true },
+      async () => {
+        calls.push(await step("charge", async (claim) => claim.fencingId));
+      },
+    );
+    const first = fakeMessage("a");
+    const second = fakeMessage("a");
+    await listener(first);
+    await listener(second);
+    expect([first.settlements, second.settlements]).toEqual([["ack"], ["ack"]]);
+    expect(calls).toEqual([0, 0]);
+    expect(backend.size).toBe(0);
+  });
+
   it("in a surface's handler it keys on the delivery's key: a redelivery resumes", async () => {
     const backend = new InMemoryLock();
     const effects: string[] = [];

@@ -24,9 +24,9 @@
  *   npm run bench -- --only gateway --against <git-ref> [--quick] [--out FILE.md]
  *
  * --against compares the gateway section of two builds: the working tree's and <git-ref>'s
- * (its src/ bundled the same way against the same node_modules, bench/published-build.ts), in
- * one process, every figure timed for both back to back, the order swapped each round
- * (bench/gateway-against.ts). It prints each figure for both and new ÷ old per CPU-second,
+ * (its src/ bundled the same way against the same node_modules, bench/published-build.ts),
+ * each in a process of its own (bench/gateway-side.ts), every figure timed for both back to
+ * back, the order swapped each round (bench/gateway-against.ts). It prints each figure for both and new ÷ old per CPU-second,
  * median [min–max] over the rounds, read by judge() (bench/comparison.ts): slower beyond noise
  * only when every round is; a control (the bench's own code on both sides) shows the run's
  * noise. It writes --out FILE.md when given, never BENCHMARKS.md. About 1.5 minutes at full

@@ -9,6 +9,7 @@ import {
   purgeTransition,
   unlessLapsed,
 } from "../../core/transitions.js";
+import { GRPC, grpcCode } from "../google/grpc.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
 import { changedFields, withFields } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
@@ -179,13 +180,20 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     });
   }
 
-  /** The record of `key` (or none) and Spanner's time, read in `tx` (locking the row). */
+  /**
+   * The record of `key` (or none) and Spanner's time, read in `tx` (locking the row). On a
+   * table made by 0.1, which lacks the columns read.sql names, the error says what to run.
+   */
   private async read(
     tx: SpannerTransactionLike,
     key: string,
   ): Promise<[LockRecord | undefined, number]> {
-    const [rows] = await tx.run({ sql: this.readSql, params: { key }, json: true });
-    return fromRow(rows[0] as RecordRow);
+    try {
+      const [rows] = await tx.run({ sql: this.readSql, params: { key }, json: true });
+      return fromRow(rows[0] as RecordRow);
+    } catch (error) {
+      throw lacksColumns(error, this.table) ?? error;
+    }
   }
 }
 
@@ -242,6 +250,22 @@ function toRow(
     token: record.token ?? "",
     ...changedFields(previous, record),
   };
+}
+
+/**
+ * An error that says what to run when `error` is Spanner refusing read.sql for a column 0.1's
+ * table lacks (INVALID_ARGUMENT naming `fingerprint` or `result`); undefined for any other.
+ */
+function lacksColumns(error: unknown, table: string): Error | undefined {
+  const message = error instanceof Error ? error.message : "";
+  if (grpcCode(error) !== GRPC.INVALID_ARGUMENT || !/\b(?:fingerprint|result)\b/.test(message)) {
+    return undefined;
+  }
+  return new Error(
+    `${message} (table \`${table}\` was made by 0.1 and lacks the columns of fingerprints and ` +
+      "results: run backend.ensureSchema(), or apply backend.upgradeDdl with your migrations)",
+    { cause: error },
+  );
 }
 
 /** The commit timestamp in epoch ms, if the reply carries one. */

@@ -23,9 +23,10 @@ const PURGE_BATCH = 500;
 
 /**
  * The largest result SpannerLock keeps, in UTF-8 bytes: a `STRING(MAX)` value is at most
- * 2,621,440 Unicode characters, and at most 10 MiB as a cell
- * (https://cloud.google.com/spanner/quotas#tables: "Maximum size of a STRING column value").
- * A character is at least one UTF-8 byte, so a result within this many bytes is within both.
+ * 2,621,440 Unicode characters and 10 MiB (https://cloud.google.com/spanner/quotas#tables, and
+ * the migration guide's "Spanner supports up to 2,621,440 characters",
+ * https://cloud.google.com/spanner/docs/migrate-mysql-schema). A character is at least one
+ * UTF-8 byte, so a result within this many bytes is within both.
  */
 export const SPANNER_MAX_RESULT_BYTES = 2_621_440;
 

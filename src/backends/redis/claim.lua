@@ -24,7 +24,8 @@
     leaseExpiresAt                       held: a live holder owns it until then (epoch ms > 0)
     0                                    done: completed within its ttl
     {'held', leaseExpiresAt, fingerprint}  held, by a holder whose claim stored a fingerprint
-    {'done', fingerprint, result}        done, with what the record keeps ('' for none of one)
+    {'done', name, value, ...}           done, with what the record keeps: the pairs
+                                         'fingerprint', fp and 'result', result, each only when stored
   Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
   Every win stores this call's fingerprint (or none) and drops any stored result.
 
@@ -53,7 +54,10 @@ if r[1] then
   if r[1] == 'done' then
     if now < tonumber(r[4]) then
       if r[5] or r[6] then
-        return {'done', r[5] or '', r[6] or ''}
+        local reply = {'done'}
+        if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end
+        if r[6] then table.insert(reply, 'result'); table.insert(reply, r[6]) end
+        return reply
       end
       return 0
     end

@@ -214,8 +214,7 @@ export class RedisLock implements LockBackend {
     assertValidKey(key);
     const reply = await this.call("inspect", key, INSPECT, []);
     if (Array.isArray(reply)) {
-      const [now, state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result] =
-        reply as unknown[];
+      const [now, state, fencingId, leaseExpiresAt, expiresAt] = reply as unknown[];
       if (isInt(now) && reply.length === 1) return undefined;
       if (
         isInt(now) &&
@@ -225,7 +224,7 @@ export class RedisLock implements LockBackend {
         isInt(expiresAt)
       ) {
         const record: InspectedRecord = { key, state, fencingId, leaseExpiresAt, expiresAt, now };
-        const fields = storedFields(fingerprint, result);
+        const fields = storedFields(reply, 5);
         return fields === undefined ? record : { ...record, ...fields };
       }
     }
@@ -268,15 +267,14 @@ export class RedisLock implements LockBackend {
         if (isInt(fencingId) && isInt(leaseExpiresAt)) {
           return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
         }
-      } else if (reply.length === 3) {
-        const [tag, second, third] = reply as unknown[];
-        const status = text(tag);
+      } else {
+        const status = text(reply[0]);
         if (status === "done") {
-          const fields = storedFields(second, third);
+          const fields = storedFields(reply, 1);
           if (fields !== undefined) return { status: "done", ...fields };
-        } else if (status === "held" && isInt(second)) {
-          const stored = text(third);
-          if (stored) return { status: "held", leaseExpiresAt: second, fingerprint: stored };
+        } else if (status === "held" && reply.length === 3 && isInt(reply[1])) {
+          const stored = text(reply[2]);
+          if (stored) return { status: "held", leaseExpiresAt: reply[1], fingerprint: stored };
         }
       }
     }
@@ -326,17 +324,22 @@ function text(value: unknown): string | undefined {
   return undefined;
 }
 
-/** The fingerprint and result of a reply, '' meaning none; undefined when it has neither. */
+/**
+ * The `'fingerprint', fp` and `'result', result` pairs of a reply from `from` on, each present
+ * only when stored; undefined when the rest of the reply is anything else.
+ */
 function storedFields(
-  fingerprint: unknown,
-  result: unknown,
+  reply: readonly unknown[],
+  from: number,
 ): { fingerprint?: string; result?: string } | undefined {
-  const f = text(fingerprint);
-  const r = text(result);
-  if (f === undefined || r === undefined) return undefined;
   const fields: { fingerprint?: string; result?: string } = {};
-  if (f !== "") fields.fingerprint = f;
-  if (r !== "") fields.result = r;
+  for (let i = from; i < reply.length; i += 2) {
+    const name = text(reply[i]);
+    const value = text(reply[i + 1]);
+    if (value === undefined || (name !== "fingerprint" && name !== "result")) return undefined;
+    if (fields[name] !== undefined) return undefined;
+    fields[name] = value;
+  }
   return fields;
 }
 

@@ -72,6 +72,10 @@ describe("the once() cell's ratio", () => {
     expect(straddles).toMatchObject({ met: undefined, straddles: true });
     const missed = onceTarget(run([cell("redis", [50, 60], [100, 100])]));
     expect(missed.met).toBe(false);
+    // Its cause: the run's own CPU per operation of both, then what would be needed.
+    expect(missed.cause).toContain("redis client 18333 vs 10000, server 20.0 vs 10.0");
+    expect(missed.cause).toContain("Needed:");
+    expect(met.cause).toBeUndefined();
   });
 
   it("is not met with a store missing, and not measured without a run", () => {

@@ -9,12 +9,15 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type {
+  BackendSupport,
   Claim,
+  ClaimOptions,
   ClaimOutcome,
   ForceReleaseOutcome,
   InspectedRecord,
   LockBackend,
 } from "../../core/port.js";
+import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import { offerTrustedPort } from "../../core/trusted-port.js";
 import {
   assertFencingId,
@@ -98,6 +101,12 @@ export interface RedisLockOptions {
  */
 export const DEFAULT_REDIS_PREFIX = "idem:";
 const MAX_PREFIX_LENGTH = 128;
+/**
+ * The largest result RedisLock keeps, in UTF-8 bytes. A Redis string may reach 512 MB, but the
+ * result lives in the record, and every duplicate's claim reads the record and carries the
+ * result back over the wire: a record must stay cheap to read. 16 MiB, as InMemoryLock's.
+ */
+const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 // Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: the caps
 // (MAX_LEASE_MS, MAX_TTL_MS) keep the sum an exact integer far below 2^53.
 
@@ -120,6 +129,8 @@ const KNOWN = knownOptions(NAMES, "backend");
  * Redis backend: one hash per key, each verb one Lua script (one EVALSHA round trip),
  * judged by the server's `TIME`, reaped by `PEXPIREAT` at the record's `expiresAt` (so there
  * is no `purgeExpired`). Every script touches exactly one key, so it works on Redis Cluster.
+ * A claim's fingerprint and a complete's result (`once`, `step`) are fields of the same hash,
+ * written by the same script call.
  *
  * The constructor does no I/O and throws {@link InvalidConfiguration} for a bad client,
  * `ttlMs` or `prefix`. Store failures reject with a {@link BackendError} naming the verb
@@ -140,6 +151,12 @@ export class RedisLock implements LockBackend {
   readonly ttlMs: number;
   /** Prepended to every idempotency key to form the Redis key. */
   readonly prefix: string;
+  /** Results up to 16 MiB and fingerprints, kept as fields of the record's hash. */
+  readonly supports: BackendSupport = {
+    results: true,
+    fingerprints: true,
+    maxResultBytes: MAX_RESULT_BYTES,
+  };
   private readonly run: ScriptRunner;
   /** ttlMs as the scripts take it. */
   private readonly ttlText: string;
@@ -166,23 +183,23 @@ export class RedisLock implements LockBackend {
     this.run = scriptRunner(read.client);
     if (new.target === RedisLock) {
       offerTrustedPort(this, {
-        claim: (key, leaseMs) => this.trustedClaim(key, leaseMs),
-        complete: (claim) => this.trustedComplete(claim),
+        claim: (key, leaseMs, options) => this.trustedClaim(key, leaseMs, options?.fingerprint),
+        complete: (claim, result) => this.trustedComplete(claim, result),
         release: (claim) => this.trustedRelease(claim),
         renew: (claim, leaseMs) => this.trustedRenew(claim, leaseMs),
       });
     }
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  async claim(key: string, leaseMs: number, options?: ClaimOptions): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    return this.trustedClaim(key, leaseMs);
+    return this.trustedClaim(key, leaseMs, claimFingerprint(options));
   }
 
-  async complete(claim: Claim): Promise<boolean> {
+  async complete(claim: Claim, result?: string): Promise<boolean> {
     assertValidKey(claim.key);
-    return this.trustedComplete(claim);
+    return this.trustedComplete(claim, completeResult(result, MAX_RESULT_BYTES));
   }
 
   async release(claim: Claim): Promise<void> {
@@ -202,16 +219,21 @@ export class RedisLock implements LockBackend {
     assertValidKey(key);
     const reply = await this.call("inspect", key, INSPECT, []);
     if (Array.isArray(reply)) {
-      const [now, state, fencingId, leaseExpiresAt, expiresAt] = reply as unknown[];
+      const [now, state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result] =
+        reply as unknown[];
       if (isInt(now) && reply.length === 1) return undefined;
       if (
+        reply.length === 7 &&
         isInt(now) &&
         (state === "claimed" || state === "done") &&
         isInt(fencingId) &&
         isInt(leaseExpiresAt) &&
-        isInt(expiresAt)
+        isInt(expiresAt) &&
+        isField(fingerprint) &&
+        isField(result)
       ) {
-        return { key, state, fencingId, leaseExpiresAt, expiresAt, now };
+        const record: InspectedRecord = { key, state, fencingId, leaseExpiresAt, expiresAt, now };
+        return withFields(record, fingerprint, result);
       }
     }
     throw unexpectedReply("inspect", key, reply);
@@ -234,24 +256,45 @@ export class RedisLock implements LockBackend {
 
   // The port methods once their arguments are checked: what the trusted port runs.
 
-  private async trustedClaim(key: string, leaseMs: number): Promise<ClaimOutcome> {
-    const args = [String(leaseMs), this.ttlText, randomUUID()];
+  private async trustedClaim(
+    key: string,
+    leaseMs: number,
+    fingerprint: string | undefined,
+  ): Promise<ClaimOutcome> {
+    // Without a fingerprint the script gets the three arguments it always had.
+    const args =
+      fingerprint === undefined
+        ? [String(leaseMs), this.ttlText, randomUUID()]
+        : [String(leaseMs), this.ttlText, randomUUID(), fingerprint];
     const reply = await this.call("claim", key, CLAIM, args);
-    // claim.lua answers in integers: 0 done, a positive leaseExpiresAt held, {fence, until} won.
+    // claim.lua answers in integers: 0 done, a positive leaseExpiresAt held, {fence, until} won;
+    // and, for a record that keeps a fingerprint or a result, {'done', fingerprint, result} or
+    // {'held', leaseExpiresAt, fingerprint}.
     if (reply === 0) return DONE;
     if (isInt(reply) && reply > 0) return { status: "held", leaseExpiresAt: reply };
-    if (Array.isArray(reply) && reply.length === 2) {
-      const fencingId: unknown = reply[0];
-      const leaseExpiresAt: unknown = reply[1];
-      if (isInt(fencingId) && isInt(leaseExpiresAt)) {
-        return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
+    if (Array.isArray(reply)) {
+      const [first, second, third] = reply as unknown[];
+      if (reply.length === 2 && isInt(first) && isInt(second)) {
+        return { status: "won", claim: { key, fencingId: first, leaseExpiresAt: second } };
+      }
+      if (reply.length === 3 && first === "done" && isField(second) && isField(third)) {
+        return withFields({ status: "done" }, second, third);
+      }
+      if (reply.length === 3 && first === "held" && isInt(second) && second > 0) {
+        if (typeof third === "string") {
+          return { status: "held", leaseExpiresAt: second, fingerprint: third };
+        }
       }
     }
     throw unexpectedReply("claim", key, reply);
   }
 
-  private async trustedComplete(claim: Claim): Promise<boolean> {
-    const args = [String(claim.fencingId), this.ttlText];
+  private async trustedComplete(claim: Claim, result: string | undefined): Promise<boolean> {
+    // Without a result the script gets the two arguments it always had; a result goes as is.
+    const args =
+      result === undefined
+        ? [String(claim.fencingId), this.ttlText]
+        : [String(claim.fencingId), this.ttlText, result];
     return flag("complete", claim.key, await this.call("complete", claim.key, COMPLETE, args));
   }
 
@@ -279,7 +322,10 @@ export class RedisLock implements LockBackend {
   }
 }
 
-/** A claim's answer for a done key: nothing in it varies, so one frozen object serves all. */
+/**
+ * A claim's answer for a done key that keeps no fingerprint and no result: nothing in it
+ * varies, so one frozen object serves all.
+ */
 const DONE: ClaimOutcome = Object.freeze({ status: "done" });
 
 function unexpectedReply(operation: string, key: string, reply: unknown): BackendError {
@@ -298,6 +344,21 @@ function assertValidPrefix(prefix: unknown): asserts prefix is string {
       `prefix must be 1 to ${MAX_PREFIX_LENGTH} printable ASCII characters, got ${describe(prefix)}`,
     );
   }
+}
+
+/** A stored fingerprint or result as a script answers it: the string, or null for none. */
+function isField(value: unknown): value is string | null {
+  return value === null || typeof value === "string";
+}
+
+/** `answer` with the fields the record keeps; none is left out, never set to undefined. */
+function withFields<T extends object>(
+  answer: T,
+  fingerprint: string | null,
+  result: string | null,
+): T & { fingerprint?: string; result?: string } {
+  if (fingerprint === null) return result === null ? answer : { ...answer, result };
+  return result === null ? { ...answer, fingerprint } : { ...answer, fingerprint, result };
 }
 
 function isInt(value: unknown): value is number {

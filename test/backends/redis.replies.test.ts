@@ -41,20 +41,24 @@ describe("RedisLock reading script replies", () => {
       leaseExpiresAt: at,
       fingerprint: "fp",
     });
-    expect(await backendAnswering(["done", "fp", "r:1"]).claim("k", 1_000)).toEqual({
+    const both = ["done", "fingerprint", "fp", "result", "r:1"];
+    expect(await backendAnswering(both).claim("k", 1_000)).toEqual({
       status: "done",
       fingerprint: "fp",
       result: "r:1",
     });
-    // A field the record lacks comes back as nil (null) and is left out of the answer.
-    const fpOnly = await backendAnswering(["done", "fp", null]).claim("k", 1_000);
+    // Each field comes as a name-value pair, only when stored; the empty result is one.
+    const fpOnly = await backendAnswering(["done", "fingerprint", "fp"]).claim("k", 1_000);
     expect(fpOnly).toEqual({ status: "done", fingerprint: "fp" });
     expect(fpOnly).not.toHaveProperty("result");
-    const resultOnly = await backendAnswering(["done", null, ""]).claim("k", 1_000);
+    const resultOnly = await backendAnswering(["done", "result", ""]).claim("k", 1_000);
     expect(resultOnly).toEqual({ status: "done", result: "" });
     expect(resultOnly).not.toHaveProperty("fingerprint");
-    expect(await backendAnswering(["done", null, null]).claim("k", 1_000)).toEqual({
+    // GLIDE with a bytes decoder answers Buffers for the strings.
+    const bytes = ["done", "result", "r:é"].map((t) => Buffer.from(t));
+    expect(await backendAnswering(bytes).claim("k", 1_000)).toEqual({
       status: "done",
+      result: "r:é",
     });
   });
 
@@ -62,15 +66,25 @@ describe("RedisLock reading script replies", () => {
     const row = [5, "done", 7, 3, 9];
     expect(await backendAnswering([5]).inspect("k")).toBeUndefined();
     const bare = { key: "k", state: "done", fencingId: 7, leaseExpiresAt: 3, expiresAt: 9, now: 5 };
-    const plain = await backendAnswering([...row, null, null]).inspect("k");
+    const plain = await backendAnswering(row).inspect("k");
     expect(plain).toEqual(bare);
     expect(Object.keys(plain ?? {})).not.toContain("fingerprint");
-    expect(await backendAnswering([...row, "fp", "r:1"]).inspect("k")).toEqual({
+    const fields = [...row, "fingerprint", "fp", "result", "r:1"];
+    expect(await backendAnswering(fields).inspect("k")).toEqual({
       ...bare,
       fingerprint: "fp",
       result: "r:1",
     });
-    for (const reply of [row, [...row, 1, null], [...row, null, null, null]]) {
+    expect(await backendAnswering([...row, "result", ""]).inspect("k")).toEqual({
+      ...bare,
+      result: "",
+    });
+    for (const reply of [
+      [...row, "fingerprint"],
+      [...row, "other", "x"],
+      [...row, "result", 1],
+      [...row, "result", "a", "result", "b"],
+    ]) {
       await expect(backendAnswering(reply).inspect("k")).rejects.toBeInstanceOf(BackendError);
     }
   });
@@ -145,9 +159,10 @@ describe("RedisLock reading script replies", () => {
     ["a pair of strings", ["1", "2"], "claim"],
     ["a held answer without its fingerprint", ["held", 5, null], "claim"],
     ["a held answer with a time of 0", ["held", 0, "fp"], "claim"],
-    ["a done answer with a number for a field", ["done", 1, null], "claim"],
-    ["a done answer missing a field", ["done", "fp"], "claim"],
-    ["an unknown tag", ["won", "fp", "r"], "claim"],
+    ["a done answer with a number for a field", ["done", "result", 1], "claim"],
+    ["a done answer with a name but no value", ["done", "fingerprint"], "claim"],
+    ["a done answer with an unknown field", ["done", "other", "x"], "claim"],
+    ["an unknown tag", ["won", "fingerprint", "r"], "claim"],
     ["a 2 from complete", 2, "complete"],
     ["an array from renew", [1, 2], "renew"],
     ["nothing from release", null, "release"],

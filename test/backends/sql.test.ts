@@ -264,7 +264,7 @@ function statementName(sql: string): string {
     ["insert", "INSERT IGNORE"],
     ["reclaim", "lease_expires_at = ?,"],
     ["upsert", "ON DUPLICATE KEY UPDATE"],
-    ["select", "SELECT state, fencing_id, lease_expires_at, token FROM"],
+    ["select", "SELECT state, fencing_id, lease_expires_at, token, fingerprint, result FROM"],
   ];
   return phrases.find(([, phrase]) => sql.includes(phrase))?.[0] ?? "other";
 }
@@ -273,7 +273,7 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
   it("counts statements per verb", async () => {
     let sent = 0;
     const counting = {
-      execute: (sql: string, values: Array<string | number | Buffer>) => {
+      execute: (sql: string, values: Array<string | number | Buffer | null>) => {
         sent++;
         return myPool!.execute(sql, values);
       },
@@ -299,7 +299,7 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
     // After each peek, the rival claims the same key first, as a racing process would.
     const sent: string[] = [];
     const racing = {
-      execute: async (sql: string, values: Array<string | number | Buffer>) => {
+      execute: async (sql: string, values: Array<string | number | Buffer | null>) => {
         const name = statementName(sql);
         sent.push(name);
         const result = await myPool!.execute(sql, values);

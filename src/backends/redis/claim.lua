@@ -8,8 +8,9 @@
     claimed | claim | now ≥ leaseExpiresAt  → claimed (new token), won, fence + 1  [claim.lapsed]
     done    | claim | now < expiresAt       → done (+ stored fingerprint, result)  [claim.done]
     done    | claim | now ≥ expiresAt       → claimed, won, fence + 1              [claim.expired]
-  Every win (absent, lapsed, expired) stores this call's fingerprint, or none (an older one is
-  deleted), and deletes any stored result (docs/state-machine.md, the record's fields).
+  Every win (absent, lapsed, expired) stores this call's fingerprint, or none (an earlier one is
+  deleted), and deletes any stored result (docs/state-machine.md, the record's fields). A held
+  or done answer writes nothing.
   claim.own needs no script: a script runs whole, so no claim is retried after its write.
   purge.expired is Redis's own: every write sets PEXPIREAT at the record's expiresAt.
 
@@ -18,29 +19,28 @@
     ARGV[1]  leaseMs      the lease to grant, whole milliseconds
     ARGV[2]  ttlMs        how long a done record suppresses duplicates, whole milliseconds
     ARGV[3]  token        a random per-claim token, stored with the record
-    ARGV[4]  fingerprint  optional: the payload's fingerprint, stored with a won record; absent
-                          or empty: none (index.ts sends 3 arguments when there is none)
+    ARGV[4]  fingerprint  optional: stored with the record this call wins; absent or empty:
+                          none (index.ts sends the 3 arguments of before when there is none)
 
-  Output. A record with neither a fingerprint nor a result answers in integers only, so a client
-  parses no string and the two refusals no array (the path of lock() without a fingerprint):
-    {fencingId, leaseExpiresAt}            won: the key is ours
-    leaseExpiresAt                         held: a live holder owns it until then (epoch ms, > 0)
-    0                                      done: completed within its ttl
-  A record that keeps a fingerprint or a result answers it, tagged:
-    {'held', leaseExpiresAt, fingerprint}  held, with the holder's fingerprint
-    {'done', fingerprint, result}          done, each field the stored string or nil (false)
+  Output. A record without a fingerprint or result answers in integers only, so the common
+  path parses no string and the two refusals no array:
+    {fencingId, leaseExpiresAt}          won: the key is ours
+    leaseExpiresAt                       held: a live holder owns it until then (epoch ms > 0)
+    0                                    done: completed within its ttl
+    {'held', leaseExpiresAt, fingerprint}  held, by a holder whose claim stored a fingerprint
+    {'done', name, value, ...}           done, with what the record keeps: the pairs
+                                         'fingerprint', fp and 'result', result, each only when stored
   Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
-  One HMGET reads every field; only a done record has a result, so a result is read for nothing
-  only in the moment between a done record's expiresAt and its deletion by PEXPIREAT.
+  One HMGET reads every field. Only a done record has a result, so a result is read for nothing
+  only between a done record's expiresAt and its deletion by PEXPIREAT, and goes back as stored.
 
   A new record's fence is the server's clock in µs, so it starts above every fence an earlier,
   deleted record of the key reached (each claim or release adds 1; a record lives at least its
   ttl, so it would need more than one step per µs of its life to catch up), unless the server's
   clock steps back by more than the ttl.
 
-  The record is a hash: state, fencingId, leaseExpiresAt, expiresAt, token, and, when given,
-  fingerprint (from a win) and result (from complete.lua, done records only: a claimed record
-  never has one, every win deletes it).
+  The record is a hash: state, fencingId, leaseExpiresAt, expiresAt, token, and when there are
+  any, fingerprint and result (once()'s encoded result, written by complete.lua).
   Uses int() and now_us() from prelude.lua, which index.ts prepends.
 ]]
 
@@ -55,19 +55,19 @@ end
 local us = now_us()
 local now = math.floor(us / 1000)
 
-local r = redis.call('HMGET', key,
-  'state', 'fencingId', 'leaseExpiresAt', 'expiresAt', 'fingerprint', 'result')
+local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt',
+  'fingerprint', 'result')
 local fence = us
--- The fields a reclaim deletes (an old fingerprint this call replaces with none, a result):
--- none for a new record.
-local stale = {}
 if r[1] then
   if r[1] == 'done' then
     if now < tonumber(r[4]) then
-      if not r[5] and not r[6] then
-        return 0
+      if r[5] or r[6] then
+        local reply = {'done'}
+        if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end
+        if r[6] then table.insert(reply, 'result'); table.insert(reply, r[6]) end
+        return reply
       end
-      return {'done', r[5], r[6]}
+      return 0
     end
   else
     local leaseExpiresAt = tonumber(r[3])
@@ -80,19 +80,19 @@ if r[1] then
   end
   -- A lapsed lease or ttl: reclaim; the fence rises because the record still exists.
   fence = tonumber(r[2]) + 1
-  if r[5] and not fingerprint then
-    stale[#stale + 1] = 'fingerprint'
-  end
-  if r[6] then
-    stale[#stale + 1] = 'result'
-  end
 end
 
 local leaseExpiresAt = now + leaseMs
 -- A claimed record outlives any holder that could still be alive, keeping the fence meaningful.
 local expiresAt = leaseExpiresAt + ttlMs
-if #stale > 0 then
-  redis.call('HDEL', key, unpack(stale))
+-- A win never keeps an earlier run's result, nor an earlier claim's fingerprint this call does
+-- not replace; a new record has neither (r[5] and r[6] are false).
+if r[6] or (r[5] and not fingerprint) then
+  if fingerprint then
+    redis.call('HDEL', key, 'result')
+  else
+    redis.call('HDEL', key, 'fingerprint', 'result')
+  end
 end
 if fingerprint then
   redis.call('HSET', key,

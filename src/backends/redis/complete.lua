@@ -9,7 +9,7 @@
     claimed | complete | fence stale                         → unchanged, false  [complete.fenced]
     done    | complete | fence matches (a retried complete)  → done, true        [complete.retried]
     done    | complete | fence stale                         → done, false       [complete.fenced]
-  Only complete.claimed writes, and the result with it; a retried or fenced complete writes no
+  Only complete.claimed writes, and the result with it: a retried or fenced complete writes no
   result. A claimed record keeps no result (every win in claim.lua deletes it), so a complete
   without one leaves none.
 
@@ -17,9 +17,9 @@
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched
     ARGV[1]  fencingId  the claim's fence, an integer
     ARGV[2]  ttlMs      how long the done record suppresses duplicates, whole milliseconds
-    ARGV[3]  result     optional: the encoded result to keep with the done record, stored as
-                        given; absent: none (index.ts sends 2 arguments then). Present, even
-                        empty, is a result: "" is one.
+    ARGV[3]  result     optional: once()'s encoded result, written with state done in this call,
+                        as given; absent: none (index.ts sends the 2 arguments of before). Present,
+                        even empty, it is a result: "" is one.
 
   Output:
     1  done (now, or already: a retried complete with a matching fence)
@@ -31,7 +31,6 @@
 local key = KEYS[1]
 local fencingId = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
-local result = ARGV[3]
 local now = now_ms()
 
 local state = fenced_state(key, fencingId, now)
@@ -43,8 +42,8 @@ if state == 'done' then
 end
 
 local expiresAt = now + ttlMs
-if result then
-  redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt), 'result', result)
+if ARGV[3] then
+  redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt), 'result', ARGV[3])
 else
   redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt))
 end

@@ -101,12 +101,6 @@ export interface RedisLockOptions {
  */
 export const DEFAULT_REDIS_PREFIX = "idem:";
 const MAX_PREFIX_LENGTH = 128;
-/**
- * The largest result RedisLock keeps, in UTF-8 bytes. A Redis string may reach 512 MB, but the
- * result lives in the record, and every duplicate's claim reads the record and carries the
- * result back over the wire: a record must stay cheap to read. 16 MiB, as InMemoryLock's.
- */
-const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 // Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: the caps
 // (MAX_LEASE_MS, MAX_TTL_MS) keep the sum an exact integer far below 2^53.
 
@@ -129,8 +123,6 @@ const KNOWN = knownOptions(NAMES, "backend");
  * Redis backend: one hash per key, each verb one Lua script (one EVALSHA round trip),
  * judged by the server's `TIME`, reaped by `PEXPIREAT` at the record's `expiresAt` (so there
  * is no `purgeExpired`). Every script touches exactly one key, so it works on Redis Cluster.
- * A claim's fingerprint and a complete's result (`once`, `step`) are fields of the same hash,
- * written by the same script call.
  *
  * The constructor does no I/O and throws {@link InvalidConfiguration} for a bad client,
  * `ttlMs` or `prefix`. Store failures reject with a {@link BackendError} naming the verb
@@ -151,15 +143,18 @@ export class RedisLock implements LockBackend {
   readonly ttlMs: number;
   /** Prepended to every idempotency key to form the Redis key. */
   readonly prefix: string;
-  /** Results up to 16 MiB and fingerprints, kept as fields of the record's hash. */
+  private readonly run: ScriptRunner;
+  /** ttlMs as the scripts take it. */
+  private readonly ttlText: string;
+  /**
+   * Results up to 16 MiB and fingerprints, fields of the record's hash. A Redis string may
+   * reach 512 MB, but every duplicate of a once() key reads its result back.
+   */
   readonly supports: BackendSupport = {
     results: true,
     fingerprints: true,
     maxResultBytes: MAX_RESULT_BYTES,
   };
-  private readonly run: ScriptRunner;
-  /** ttlMs as the scripts take it. */
-  private readonly ttlText: string;
 
   /**
    * Checks every option before any I/O: a missing or unusable `client`, a `ttlMs` that is
@@ -219,21 +214,18 @@ export class RedisLock implements LockBackend {
     assertValidKey(key);
     const reply = await this.call("inspect", key, INSPECT, []);
     if (Array.isArray(reply)) {
-      const [now, state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result] =
-        reply as unknown[];
+      const [now, state, fencingId, leaseExpiresAt, expiresAt] = reply as unknown[];
       if (isInt(now) && reply.length === 1) return undefined;
       if (
-        reply.length === 7 &&
         isInt(now) &&
         (state === "claimed" || state === "done") &&
         isInt(fencingId) &&
         isInt(leaseExpiresAt) &&
-        isInt(expiresAt) &&
-        isField(fingerprint) &&
-        isField(result)
+        isInt(expiresAt)
       ) {
         const record: InspectedRecord = { key, state, fencingId, leaseExpiresAt, expiresAt, now };
-        return withFields(record, fingerprint, result);
+        const fields = storedFields(reply, 5);
+        if (fields !== undefined) return { ...record, ...fields };
       }
     }
     throw unexpectedReply("inspect", key, reply);
@@ -259,42 +251,41 @@ export class RedisLock implements LockBackend {
   private async trustedClaim(
     key: string,
     leaseMs: number,
-    fingerprint: string | undefined,
+    fingerprint?: string,
   ): Promise<ClaimOutcome> {
     // Without a fingerprint the script gets the three arguments it always had.
-    const args =
-      fingerprint === undefined
-        ? [String(leaseMs), this.ttlText, randomUUID()]
-        : [String(leaseMs), this.ttlText, randomUUID(), fingerprint];
+    const args = [String(leaseMs), this.ttlText, randomUUID()];
+    if (fingerprint !== undefined) args.push(fingerprint);
     const reply = await this.call("claim", key, CLAIM, args);
-    // claim.lua answers in integers: 0 done, a positive leaseExpiresAt held, {fence, until} won;
-    // and, for a record that keeps a fingerprint or a result, {'done', fingerprint, result} or
-    // {'held', leaseExpiresAt, fingerprint}.
+    // claim.lua answers in integers where the record keeps nothing more: 0 done, a positive
+    // leaseExpiresAt held, {fence, until} won; else {'held', until, fp} or {'done', fp, result}.
     if (reply === 0) return DONE;
     if (isInt(reply) && reply > 0) return { status: "held", leaseExpiresAt: reply };
     if (Array.isArray(reply)) {
-      const [first, second, third] = reply as unknown[];
-      if (reply.length === 2 && isInt(first) && isInt(second)) {
-        return { status: "won", claim: { key, fencingId: first, leaseExpiresAt: second } };
-      }
-      if (reply.length === 3 && first === "done" && isField(second) && isField(third)) {
-        return withFields({ status: "done" }, second, third);
-      }
-      if (reply.length === 3 && first === "held" && isInt(second) && second > 0) {
-        if (typeof third === "string") {
-          return { status: "held", leaseExpiresAt: second, fingerprint: third };
+      if (reply.length === 2) {
+        const fencingId: unknown = reply[0];
+        const leaseExpiresAt: unknown = reply[1];
+        if (isInt(fencingId) && isInt(leaseExpiresAt)) {
+          return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
+        }
+      } else {
+        const status = text(reply[0]);
+        if (status === "done") {
+          const fields = storedFields(reply, 1);
+          if (fields !== undefined) return { status: "done", ...fields };
+        } else if (status === "held" && reply.length === 3 && isInt(reply[1]) && reply[1] > 0) {
+          const stored = text(reply[2]);
+          if (stored) return { status: "held", leaseExpiresAt: reply[1], fingerprint: stored };
         }
       }
     }
     throw unexpectedReply("claim", key, reply);
   }
 
-  private async trustedComplete(claim: Claim, result: string | undefined): Promise<boolean> {
+  private async trustedComplete(claim: Claim, result?: string): Promise<boolean> {
     // Without a result the script gets the two arguments it always had; a result goes as is.
-    const args =
-      result === undefined
-        ? [String(claim.fencingId), this.ttlText]
-        : [String(claim.fencingId), this.ttlText, result];
+    const args = [String(claim.fencingId), this.ttlText];
+    if (result !== undefined) args.push(result);
     return flag("complete", claim.key, await this.call("complete", claim.key, COMPLETE, args));
   }
 
@@ -322,11 +313,41 @@ export class RedisLock implements LockBackend {
   }
 }
 
-/**
- * A claim's answer for a done key that keeps no fingerprint and no result: nothing in it
- * varies, so one frozen object serves all.
- */
+/** A claim's answer for a done key: nothing in it varies, so one frozen object serves all. */
 const DONE: ClaimOutcome = Object.freeze({ status: "done" });
+
+/**
+ * The largest result RedisLock keeps, in UTF-8 bytes. A Redis string may reach 512 MB, but the
+ * result lives in the record, and every duplicate's claim reads the record and carries the
+ * result back over the wire: a record must stay cheap to read. 16 MiB, as InMemoryLock's.
+ */
+const MAX_RESULT_BYTES = 16 * 1024 * 1024;
+
+/** A string field of a reply: GLIDE may answer a Buffer where the others answer a string. */
+function text(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (value instanceof Uint8Array) return Buffer.from(value).toString("utf8");
+  return undefined;
+}
+
+/**
+ * The `'fingerprint', fp` and `'result', result` pairs of a reply from `from` on, each present
+ * only when stored; undefined when the rest of the reply is anything else.
+ */
+function storedFields(
+  reply: readonly unknown[],
+  from: number,
+): { fingerprint?: string; result?: string } | undefined {
+  const fields: { fingerprint?: string; result?: string } = {};
+  for (let i = from; i < reply.length; i += 2) {
+    const name = text(reply[i]);
+    const value = text(reply[i + 1]);
+    if (value === undefined || (name !== "fingerprint" && name !== "result")) return undefined;
+    if (fields[name] !== undefined) return undefined;
+    fields[name] = value;
+  }
+  return fields;
+}
 
 function unexpectedReply(operation: string, key: string, reply: unknown): BackendError {
   const text = JSON.stringify(reply)?.slice(0, 200);
@@ -344,21 +365,6 @@ function assertValidPrefix(prefix: unknown): asserts prefix is string {
       `prefix must be 1 to ${MAX_PREFIX_LENGTH} printable ASCII characters, got ${describe(prefix)}`,
     );
   }
-}
-
-/** A stored fingerprint or result as a script answers it: the string, or null for none. */
-function isField(value: unknown): value is string | null {
-  return value === null || typeof value === "string";
-}
-
-/** `answer` with the fields the record keeps; none is left out, never set to undefined. */
-function withFields<T extends object>(
-  answer: T,
-  fingerprint: string | null,
-  result: string | null,
-): T & { fingerprint?: string; result?: string } {
-  if (fingerprint === null) return result === null ? answer : { ...answer, result };
-  return result === null ? { ...answer, fingerprint } : { ...answer, fingerprint, result };
 }
 
 function isInt(value: unknown): value is number {

@@ -56,8 +56,8 @@ export class SqlStatements<Tx> {
   /** The port methods, for the lock to offer as its trusted port. */
   port(): TransactionalLockBackend<Tx> {
     return {
-      claim: (key, leaseMs) => this.claim(key, leaseMs),
-      complete: (claim) => this.complete(claim),
+      claim: (key, leaseMs, options) => this.claim(key, leaseMs, options?.fingerprint),
+      complete: (claim, result) => this.complete(claim, result),
       release: (claim) => this.release(claim),
       renew: (claim, leaseMs) => this.renew(claim, leaseMs),
       completeInTransaction: (claim, body) => this.completeInTransaction(claim, body),
@@ -78,17 +78,18 @@ export class SqlStatements<Tx> {
   }
 
   /** A deadlock, serialization failure or busy database is retried with a jittered backoff. */
-  claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  claim(key: string, leaseMs: number, fingerprint?: string): Promise<ClaimOutcome> {
     return callStore(this.backend, "claim", key, () =>
       withRetry(CLAIM_RETRY, this.isTransient, () =>
-        this.statement(() => this.claimOnce(key, leaseMs)),
+        this.statement(() => this.claimOnce(key, leaseMs, fingerprint)),
       ),
     );
   }
 
-  complete({ key, fencingId }: Claim): Promise<boolean> {
+  /** The result, when given, lands in the same statement that sets done. */
+  complete({ key, fencingId }: Claim, result?: string): Promise<boolean> {
     return callStore(this.backend, "complete", key, () =>
-      this.statement(() => this.session.complete(key, fencingId, this.ttlMs)),
+      this.statement(() => this.session.complete(key, fencingId, this.ttlMs, result)),
     );
   }
 
@@ -186,21 +187,24 @@ export class SqlStatements<Tx> {
     if (row.state !== "claimed" && row.state !== "done") {
       throw new Error(`the record has an unknown state ${JSON.stringify(row.state)}`);
     }
-    return {
-      record: {
-        state: row.state,
-        fencingId: toNumber(row.fencing_id, "fencing_id"),
-        leaseExpiresAt: toNumber(row.lease_expires_at, "lease_expires_at"),
-        expiresAt: toNumber(row.expires_at, "expires_at"),
-      },
-      now,
+    const record: LockRecord = {
+      state: row.state,
+      fencingId: toNumber(row.fencing_id, "fencing_id"),
+      leaseExpiresAt: toNumber(row.lease_expires_at, "lease_expires_at"),
+      expiresAt: toNumber(row.expires_at, "expires_at"),
+      ...storedFields(row),
     };
+    return { record, now };
   }
 
   /** One claim statement (or the dialect's few); the token in the row tells who won. */
-  private async claimOnce(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  private async claimOnce(
+    key: string,
+    leaseMs: number,
+    fingerprint: string | undefined,
+  ): Promise<ClaimOutcome> {
     const token = randomUUID();
-    const row = await this.session.claim(key, leaseMs, this.ttlMs, token);
+    const row = await this.session.claim(key, leaseMs, this.ttlMs, token, fingerprint);
     if (row === undefined) throw new Error("the claim returned no row (purged mid-claim?)");
     const leaseExpiresAt = toNumber(row.lease_expires_at, "lease_expires_at");
     if (row.token === token) {
@@ -209,8 +213,11 @@ export class SqlStatements<Tx> {
         claim: { key, fencingId: toNumber(row.fencing_id, "fencing_id"), leaseExpiresAt },
       };
     }
-    if (row.state === "done") return { status: "done" };
-    return { status: "held", leaseExpiresAt };
+    if (row.state === "done") return { status: "done", ...storedFields(row) };
+    const stored = text(row.fingerprint, "fingerprint");
+    return stored === undefined
+      ? { status: "held", leaseExpiresAt }
+      : { status: "held", leaseExpiresAt, fingerprint: stored };
   }
 
   /** Run one verb's statements, outside any transaction open on a single connection. */
@@ -235,6 +242,26 @@ async function abandon(open: OpenTransaction): Promise<void> {
   } catch (rollbackError) {
     open.end(rollbackError);
   }
+}
+
+/** The fingerprint and result a row holds, each only when it is not null. */
+function storedFields(row: { fingerprint?: unknown; result?: unknown }): {
+  fingerprint?: string;
+  result?: string;
+} {
+  const fields: { fingerprint?: string; result?: string } = {};
+  const fingerprint = text(row.fingerprint, "fingerprint");
+  if (fingerprint !== undefined) fields.fingerprint = fingerprint;
+  const result = text(row.result, "result");
+  if (result !== undefined) fields.result = result;
+  return fields;
+}
+
+/** A nullable text column: undefined for null. */
+function text(value: unknown, column: string): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value !== "string") throw new Error(`${column} is not text: ${typeof value}`);
+  return value;
 }
 
 /** pg returns int8 as a string, mysql2 may too: bring every BIGINT back as a safe number. */

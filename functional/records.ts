@@ -76,3 +76,10 @@ export function scenarioOfKey(key: string): string {
   }
   return key.slice(0, Math.max(0, key.indexOf("/")));
 }
+
+/** The step storm's steps, in order, and the table (no unique constraint) each one's effect goes to. */
+export const STEP_SINKS = {
+  charge: "step_charges",
+  ship: "step_shipments",
+  email: "step_emails",
+} as const;

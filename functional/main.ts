@@ -488,6 +488,7 @@ try {
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   for (const close of ctx.closers) await close();
 
+  for (const r of storm) await r.scenario.readSink?.(ctx);
   const events = readEvents();
   const deadPids = new Set(fleet.deadPids);
   const scenarioOfMessage = new Map<string, string>();

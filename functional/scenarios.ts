@@ -105,6 +105,12 @@ export interface Scenario {
    * counts (exactly once, none missing) instead of the supplier's.
    */
   sink?(ctx: Context, records: SinkRecords): Promise<SinkTally>;
+  /**
+   * Read what the sink's books need before the harness reads the workers' events: a worker
+   * still running writes its event before its effect, so every row read then has its run in
+   * the events read after.
+   */
+  readSink?(ctx: Context): Promise<void>;
 }
 
 /** What a sink's own books may read beside the sink: the scenario's records of the run. */

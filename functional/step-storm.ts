@@ -16,7 +16,7 @@ import {
   type Scenario,
   shuffled,
 } from "./scenarios.js";
-import { type StepLedger, stepLedger } from "./step-ledger.js";
+import { type StepArrival, type StepLedger, stepLedger } from "./step-ledger.js";
 
 export const STEPS = Object.keys(STEP_SINKS) as (keyof typeof STEP_SINKS)[];
 
@@ -53,6 +53,7 @@ export function stepStorm(options: StepStormOptions): Scenario {
   const name = stepScenarioName(options.store);
   const storeName = options.store === "sql" ? "SqlLock (PostgreSQL)" : "DatastoreLock (emulator)";
   let books: StepLedger | undefined;
+  let arrivals: StepArrival[] = [];
   return {
     name,
     claim: options.control
@@ -73,13 +74,16 @@ export function stepStorm(options: StepStormOptions): Scenario {
       );
       return { published, subscriptions: [`${name}-${ctx.run}`] };
     },
+    async readSink(ctx) {
+      arrivals = await ctx.database.stepArrivals(name);
+    },
     async sink(ctx: Context, records) {
       const keyOf = (orderId: string) => `${name}/order:${orderId}`;
       books = stepLedger({
         steps: STEPS,
         keys: records.published.map((m) => keyOf(m.orderId)),
         events: records.events,
-        arrivals: await ctx.database.stepArrivals(name),
+        arrivals,
         deadPids: records.deadPids,
       });
       const counts = new Map(

@@ -16,19 +16,25 @@
     ARGV[1]  leaseMs  the lease to grant, whole milliseconds
     ARGV[2]  ttlMs    how long a done record suppresses duplicates, whole milliseconds
     ARGV[3]  token    a random per-claim token, stored with the record
+    ARGV[4]  fingerprint  optional: stored with the record this call wins; absent, none
 
-  Output, integers only, so a client parses no string and the two refusals no array:
-    {fencingId, leaseExpiresAt}  won: the key is ours
-    leaseExpiresAt               held: a live holder owns it until then (an epoch ms, above 0)
-    0                            done: completed within its ttl
+  Output. A record without a fingerprint or result answers in integers only, so the common
+  path parses no string and the two refusals no array:
+    {fencingId, leaseExpiresAt}          won: the key is ours
+    leaseExpiresAt                       held: a live holder owns it until then (epoch ms > 0)
+    0                                    done: completed within its ttl
+    {'held', leaseExpiresAt, fingerprint}  held, by a holder whose claim stored a fingerprint
+    {'done', fingerprint, result}        done, with what the record keeps ('' for none of one)
   Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
+  Every win stores this call's fingerprint (or none) and drops any stored result.
 
   A new record's fence is the server's clock in µs, so it starts above every fence an earlier,
   deleted record of the key reached (each claim or release adds 1; a record lives at least its
   ttl, so it would need more than one step per µs of its life to catch up), unless the server's
   clock steps back by more than the ttl.
 
-  The record is a hash: state, fencingId, leaseExpiresAt, expiresAt, token.
+  The record is a hash: state, fencingId, leaseExpiresAt, expiresAt, token, and when there are
+  any, fingerprint and result (once()'s encoded result, written by complete.lua).
   Uses int() and now_us() from prelude.lua, which index.ts prepends.
 ]]
 
@@ -36,19 +42,27 @@ local key = KEYS[1]
 local leaseMs = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
 local token = ARGV[3]
+local fingerprint = ARGV[4]
 local us = now_us()
 local now = math.floor(us / 1000)
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt')
+local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt',
+  'fingerprint', 'result')
 local fence = us
 if r[1] then
   if r[1] == 'done' then
     if now < tonumber(r[4]) then
+      if r[5] or r[6] then
+        return {'done', r[5] or '', r[6] or ''}
+      end
       return 0
     end
   else
     local leaseExpiresAt = tonumber(r[3])
     if now < leaseExpiresAt then
+      if r[5] then
+        return {'held', leaseExpiresAt, r[5]}
+      end
       return leaseExpiresAt
     end
   end
@@ -65,5 +79,16 @@ redis.call('HSET', key,
   'leaseExpiresAt', int(leaseExpiresAt),
   'expiresAt', int(expiresAt),
   'token', token)
+if fingerprint then
+  redis.call('HSET', key, 'fingerprint', fingerprint)
+end
+-- A win never keeps an earlier claim's fingerprint or an earlier run's result.
+if r[1] and (r[6] or (r[5] and not fingerprint)) then
+  if fingerprint then
+    redis.call('HDEL', key, 'result')
+  else
+    redis.call('HDEL', key, 'fingerprint', 'result')
+  end
+end
 redis.call('PEXPIREAT', key, int(expiresAt))
 return {fence, leaseExpiresAt}

@@ -14,6 +14,7 @@
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched
     ARGV[1]  fencingId  the claim's fence, an integer
     ARGV[2]  ttlMs      how long the done record suppresses duplicates, whole milliseconds
+    ARGV[3]  result     optional: once()'s encoded result, written with state done in this call
 
   Output:
     1  done (now, or already: a retried complete with a matching fence)
@@ -36,6 +37,10 @@ if state == 'done' then
 end
 
 local expiresAt = now + ttlMs
-redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt))
+if ARGV[3] then
+  redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt), 'result', ARGV[3])
+else
+  redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt))
+end
 redis.call('PEXPIREAT', key, int(expiresAt))
 return 1

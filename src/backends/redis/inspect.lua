@@ -14,7 +14,8 @@
 
   Output:
     {now}                                                  no record
-    {now, state, fencingId, leaseExpiresAt, expiresAt}     the record
+    {now, state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result}     the record;
+                                               fingerprint and result '' when it has none
   now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53.
 
   Uses now_ms() from prelude.lua, which index.ts prepends.
@@ -23,8 +24,9 @@
 local key = KEYS[1]
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt')
+local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt',
+  'fingerprint', 'result')
 if not r[1] then
   return {now}
 end
-return {now, r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4])}
+return {now, r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4]), r[5] or '', r[6] or ''}

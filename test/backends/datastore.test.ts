@@ -89,10 +89,11 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     label: "datastore",
     emulatorVariable: "DATASTORE_EMULATOR_HOST",
     freshScope: freshNamespace,
-    backend: (namespace, instrument) =>
+    backend: (namespace, instrument, ttlMs) =>
       new DatastoreLock({
         datastore: instrument ? instrumented(shared, instrument) : shared,
         namespace,
+        ttlMs,
       }),
     lazyBackend: (namespace) => new DatastoreLock({ projectId: PROJECT, namespace }),
     // The emulator serializes transactions on one entity with ~2 s lock timeouts, so racing
@@ -116,6 +117,7 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
       release: 3,
       reclaim: 4,
     },
+    maxResultBytes: 1_000_000,
   });
 
   it("close() closes a client the lock created, and leaves a given one open", async () => {

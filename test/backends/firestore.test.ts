@@ -77,10 +77,11 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     label: "firestore",
     emulatorVariable: "FIRESTORE_EMULATOR_HOST",
     freshScope: freshCollection,
-    backend: (collection, instrument) =>
+    backend: (collection, instrument, ttlMs) =>
       new FirestoreLock({
         firestore: instrument ? instrumented(shared, instrument) : shared,
         collection,
+        ttlMs,
       }),
     lazyBackend: (collection) => new FirestoreLock({ projectId: PROJECT, collection }),
     separateBackend: (collection) => new FirestoreLock({ firestore: client(), collection }),
@@ -95,6 +96,7 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
       release: 2,
       reclaim: 3,
     },
+    maxResultBytes: 1_000_000,
   });
 
   it("document ids are reversible and always legal", () => {

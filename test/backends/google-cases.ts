@@ -9,6 +9,7 @@ import { lock } from "../../src/core/verbs/lock.js";
 import { warmUpBackend } from "../../src/testing/index.js";
 import { won } from "../support/claims.js";
 import { silentLogger } from "../support/logger.js";
+import { describeGoogleRecordCases } from "./google-record-cases.js";
 import { describeHostileKeys } from "./hostile-keys.js";
 
 /** Runs one write RPC (Datastore insert or commit, Firestore create or update) for a test. */
@@ -45,8 +46,11 @@ export interface GoogleLockFixture {
   emulatorVariable: string;
   /** A namespace or collection no other test uses. */
   freshScope(): string;
-  /** A backend in `scope` on the file's shared client, watched or disturbed by `instrument`. */
-  backend(scope: string, instrument?: Instrument): RenewingBackend;
+  /**
+   * A backend in `scope` on the file's shared client, watched or disturbed by `instrument`,
+   * with `ttlMs` when given.
+   */
+  backend(scope: string, instrument?: Instrument, ttlMs?: number): RenewingBackend;
   /** A backend that makes its own client (from the emulator variable) on its first call. */
   lazyBackend(scope: string): LockBackend & { close(): Promise<void> };
   /** A backend on a client instance of its own. */
@@ -57,6 +61,8 @@ export interface GoogleLockFixture {
   /** Runs of the hostile-keys property; default 30. */
   hostileKeyRuns?: number;
   roundTrips: RoundTrips;
+  /** What the backend's `supports.maxResultBytes` must say. */
+  maxResultBytes: number;
 }
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
@@ -109,6 +115,7 @@ export function describeGoogleLockCases(f: GoogleLockFixture): void {
   }, 120_000);
 
   describeHostileKeys(f.name, async () => f.backend(f.freshScope()), f.hostileKeyRuns ?? 30);
+  describeGoogleRecordCases(f, () => shortLeaseMs);
 
   it(`creates its own client lazily from ${f.emulatorVariable}`, async () => {
     const backend = f.lazyBackend(f.freshScope());

@@ -1,8 +1,10 @@
 // SpannerLock beyond the contract (that is spanner.contract.test.ts), on the Spanner emulator:
 // the cases it shares with DatastoreLock and FirestoreLock (google-cases.ts: hostile keys, a
 // lazily made client, 32 claims racing on one key from two clients, a commit whose reply was
-// lost, a commit slower than its lease, round trips per verb), and its own: a lost reply in
-// lockInTransaction, purgeExpired, the shipped DDL, option checks.
+// lost, a commit slower than its lease, round trips per verb, fingerprints and results), and its
+// own: a lost reply in lockInTransaction, purgeExpired, the shipped DDL, a table made by 0.1
+// upgraded in place, option checks.
+import { readFileSync } from "node:fs";
 import { Spanner, type Transaction } from "@google-cloud/spanner";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -100,8 +102,13 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
     label: "spanner",
     emulatorVariable: "SPANNER_EMULATOR_HOST",
     freshScope: freshTable,
-    backend: (table, instrument) =>
-      new SpannerLock({ database: instrumented(database!, table, instrument), table, retry }),
+    backend: (table, instrument, ttlMs) =>
+      new SpannerLock({
+        database: instrumented(database!, table, instrument),
+        table,
+        retry,
+        ttlMs,
+      }),
     lazyBackend: () =>
       new SpannerLock({
         projectId: PROJECT,
@@ -131,6 +138,7 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
       release: 2,
       reclaim: 2,
     },
+    maxResultBytes: 2_621_440,
   });
 
   it("lockInTransaction: a commit whose reply was lost is not run twice over", async () => {
@@ -190,6 +198,40 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
     expect(ddl).not.toContain("--");
   });
 
+  it("the shipped upgrade: one ADD COLUMN IF NOT EXISTS per new nullable column", () => {
+    const backend = new SpannerLock({ database: database!, table: "orders_idempotency" });
+    expect(backend.upgradeDdl).toEqual([
+      "ALTER TABLE `orders_idempotency` ADD COLUMN IF NOT EXISTS fingerprint STRING(MAX)",
+      "ALTER TABLE `orders_idempotency` ADD COLUMN IF NOT EXISTS result STRING(MAX)",
+    ]);
+    expect(backend.schemaDdl).toMatch(/fingerprint STRING\(MAX\),\n\s+result STRING\(MAX\),/);
+  });
+
+  it("a table made by 0.1 gets the columns from ensureSchema() or upgradeDdl, and keeps its records", async () => {
+    const before = await v01Table();
+    const backend = new SpannerLock({ database: database!, table: before.table });
+    // Before the upgrade the table lacks the columns the read names: every call says so.
+    const refused = backend.claim("old-done", 60_000);
+    await expect(refused).rejects.toMatchObject({ code: "BACKEND_ERROR", verb: "claim" });
+    await expect(refused).rejects.toThrow(/made by 0\.1 .* run backend\.ensureSchema\(\)/);
+    await backend.ensureSchema();
+    expect(await columns(before.table)).toEqual(UPGRADED_COLUMNS);
+    await expectKept(backend, before.now);
+    // Run again (each deploy may): nothing changes.
+    await backend.ensureSchema();
+    expect(await columns(before.table)).toEqual(UPGRADED_COLUMNS);
+    expect(await backend.claim("new", 60_000)).toMatchObject({ result: "r:new" });
+    expect(await backend.claim("old-done", 60_000)).toEqual({ status: "done" });
+
+    // Through your own migrations: the same columns, the same records.
+    const other = await v01Table();
+    const migrated = new SpannerLock({ database: database!, table: other.table });
+    const [operation] = await database!.updateSchema(migrated.upgradeDdl);
+    await operation.promise();
+    expect(await columns(other.table)).toEqual(UPGRADED_COLUMNS);
+    await expectKept(migrated, other.now);
+  });
+
   it("validates its options before any I/O", () => {
     expect(() => new SpannerLock({})).toThrow(/instanceId and a databaseId/);
     expect(() => new SpannerLock({ instanceId: "main" })).toThrow(/databaseId/);
@@ -200,3 +242,92 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
     expect(() => new SpannerLock({ database: database!, ttlMs: 0 })).toThrow(/ttlMs/);
   });
 });
+
+/** The columns of an upgraded table (and of one made by schema.sql), in order. */
+const UPGRADED_COLUMNS = [
+  ["key", "STRING(MAX)", "NO"],
+  ["state", "STRING(8)", "NO"],
+  ["fencing_id", "INT64", "NO"],
+  ["lease_expires_at", "INT64", "NO"],
+  ["expires_at", "TIMESTAMP", "NO"],
+  ["token", "STRING(64)", "NO"],
+  ["fingerprint", "STRING(MAX)", "YES"],
+  ["result", "STRING(MAX)", "YES"],
+];
+
+/** The columns of `table`: name, Spanner type, nullable. */
+async function columns(table: string): Promise<string[][]> {
+  const [rows] = await database!.run({
+    sql:
+      "SELECT COLUMN_NAME, SPANNER_TYPE, IS_NULLABLE FROM INFORMATION_SCHEMA.COLUMNS " +
+      "WHERE TABLE_SCHEMA = '' AND TABLE_NAME = @table ORDER BY ORDINAL_POSITION",
+    params: { table },
+    json: true,
+  });
+  return (rows as Record<string, string>[]).map((row) => [
+    row.COLUMN_NAME ?? "",
+    row.SPANNER_TYPE ?? "",
+    row.IS_NULLABLE ?? "",
+  ]);
+}
+
+let oldTables = 0;
+
+/**
+ * A records table made with the DDL 0.1 shipped (test/backends/fixtures/schema-0.1), holding
+ * what 0.1 wrote: a done record and a live claim, their times in the emulator's clock.
+ */
+async function v01Table(): Promise<{ table: string; now: number }> {
+  const table = `records_v01_${oldTables++}`;
+  const fixture = readFileSync(new URL("fixtures/schema-0.1/spanner.sql", import.meta.url), "utf8");
+  const ddl = fixture.replace(/^--.*\n/gm, "").replaceAll("{{table}}", `\`${table}\``);
+  const [operation] = await database!.updateSchema([ddl.trim()]);
+  await operation.promise();
+  expect(await columns(table)).toEqual(UPGRADED_COLUMNS.slice(0, 6));
+  const now = Date.now();
+  await database!.table(table).insert([
+    {
+      key: "old-done",
+      state: "done",
+      fencing_id: 1_000,
+      lease_expires_at: now - 1_000,
+      expires_at: new Date(now + 3_600_000),
+      token: "token-done",
+    },
+    {
+      key: "old-held",
+      state: "claimed",
+      fencing_id: 2_000,
+      lease_expires_at: now + 600_000,
+      expires_at: new Date(now + 4_200_000),
+      token: "token-held",
+    },
+  ]);
+  return { table, now };
+}
+
+/** The records 0.1 wrote read as records without the new fields; new ones keep them. */
+async function expectKept(backend: SpannerLock, now: number): Promise<void> {
+  expect(await backend.claim("old-done", 60_000, { fingerprint: "fp" })).toEqual({
+    status: "done",
+  });
+  expect(await backend.claim("old-held", 60_000)).toEqual({
+    status: "held",
+    leaseExpiresAt: now + 600_000,
+  });
+  const held = await backend.inspect("old-held");
+  expect(held).toMatchObject({ state: "claimed", fencingId: 2_000 });
+  expect(held).not.toHaveProperty("fingerprint");
+  // The claim 0.1 held completes as before.
+  expect(await backend.complete({ key: "old-held", fencingId: 2_000, leaseExpiresAt: 0 })).toBe(
+    true,
+  );
+  expect(await backend.claim("old-held", 60_000)).toEqual({ status: "done" });
+  const fresh = won(await backend.claim("new", 60_000, { fingerprint: "fp-new" }));
+  expect(await backend.complete(fresh, "r:new")).toBe(true);
+  expect(await backend.claim("new", 60_000)).toEqual({
+    status: "done",
+    fingerprint: "fp-new",
+    result: "r:new",
+  });
+}

@@ -7,7 +7,9 @@ import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type {
+  BackendSupport,
   Claim,
+  ClaimOptions,
   ClaimOutcome,
   ForceReleaseOutcome,
   InspectedRecord,
@@ -16,6 +18,7 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/port.js";
+import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import { offerTrustedPort } from "../../core/trusted-port.js";
 import {
   assertFencingId,
@@ -27,6 +30,7 @@ import { loadOnce } from "../google/lazy-client.js";
 import { googleLockOptions, nameOption } from "../google/options.js";
 import { GoogleRecords } from "../google/records.js";
 import type { RetryOptions } from "../google/retry-options.js";
+import { DOCUMENT_MAX_RESULT_BYTES } from "../google/stored-record.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
 import { DatastoreIo } from "./io.js";
 
@@ -148,6 +152,15 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
   readonly namespace: string | undefined;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  /**
+   * Results up to 1,000,000 UTF-8 bytes and fingerprints, kept as unindexed properties of the
+   * record, the result written in the same commit as DONE (see `DOCUMENT_MAX_RESULT_BYTES`).
+   */
+  readonly supports: BackendSupport = {
+    results: true,
+    fingerprints: true,
+    maxResultBytes: DOCUMENT_MAX_RESULT_BYTES,
+  };
   private readonly records: GoogleRecords<DatastoreLike, DatastoreTransactionLike>;
 
   /**
@@ -196,15 +209,15 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
     if (!setup.clientGiven) announcePeerLoading(this, driver());
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  async claim(key: string, leaseMs: number, options?: ClaimOptions): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    return this.records.claim(key, leaseMs);
+    return this.records.claim(key, leaseMs, claimFingerprint(options));
   }
 
-  async complete(claim: Claim): Promise<boolean> {
+  async complete(claim: Claim, result?: string): Promise<boolean> {
     assertValidKey(claim.key);
-    return this.records.complete(claim);
+    return this.records.complete(claim, completeResult(result, this.supports.maxResultBytes));
   }
 
   async release(claim: Claim): Promise<void> {

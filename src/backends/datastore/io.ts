@@ -12,9 +12,12 @@ import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from ".
 /**
  * Only `expiresAt` is ever queried (by `purgeExpired`, and a TTL policy needs no index).
  * Every indexed property costs index writes on each claim; excluding the rest roughly halves
- * the write cost, and keeps the up-to-1,024-byte `key` out of the 1,500-byte index limit.
+ * the write cost, and keeps the up-to-1,024-byte `key` out of the 1,500-byte index limit. The
+ * result must be unindexed: Datastore refuses an indexed string over 1,500 bytes, and an
+ * unindexed one may be 1,048,487 (within the 1 MiB entity). A record without a fingerprint or
+ * a result has no such property: a name listed here that the entity lacks is ignored.
  */
-const UNINDEXED = ["key", "state", "fencingId", "leaseExpiresAt", "token"];
+const UNINDEXED = ["key", "state", "fencingId", "leaseExpiresAt", "token", "fingerprint", "result"];
 
 /** Entities per purge transaction: the Datastore limit on mutations per commit is 500. */
 const PURGE_BATCH = 500;

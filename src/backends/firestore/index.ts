@@ -7,7 +7,9 @@ import type { DEFAULT_TTL_MS } from "../../core/constants.js";
 import type { BackendError } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type {
+  BackendSupport,
   Claim,
+  ClaimOptions,
   ClaimOutcome,
   ForceReleaseOutcome,
   InspectedRecord,
@@ -16,12 +18,14 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/port.js";
+import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import { offerTrustedPort } from "../../core/trusted-port.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { loadOnce } from "../google/lazy-client.js";
 import { googleLockOptions, nameOption } from "../google/options.js";
 import { GoogleRecords } from "../google/records.js";
 import type { RetryOptions } from "../google/retry-options.js";
+import { DOCUMENT_MAX_RESULT_BYTES } from "../google/stored-record.js";
 import type { FirestoreLike, FirestoreModule, FirestoreTransactionLike } from "./client.js";
 import { FirestoreIo } from "./io.js";
 
@@ -136,6 +140,19 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
   readonly collection: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  /**
+   * Results up to 1,000,000 UTF-8 bytes and fingerprints, kept as fields of the record's
+   * document, the result written in the same write as DONE. Firestore indexes every field by
+   * default and keeps only the first 1,500 bytes of a string in its index (the value itself is
+   * kept whole): add a single-field index exemption for `result` (and `fingerprint`, `key`,
+   * `token`) to the collection, which saves the index writes and storage; see the backend's
+   * page in docs/backends/firestore.md.
+   */
+  readonly supports: BackendSupport = {
+    results: true,
+    fingerprints: true,
+    maxResultBytes: DOCUMENT_MAX_RESULT_BYTES,
+  };
   private readonly records: GoogleRecords<FirestoreLike, FirestoreTransactionLike>;
 
   /**
@@ -177,15 +194,15 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
     if (!setup.clientGiven) announcePeerLoading(this, driver());
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  async claim(key: string, leaseMs: number, options?: ClaimOptions): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    return this.records.claim(key, leaseMs);
+    return this.records.claim(key, leaseMs, claimFingerprint(options));
   }
 
-  async complete(claim: Claim): Promise<boolean> {
+  async complete(claim: Claim, result?: string): Promise<boolean> {
     assertValidKey(claim.key);
-    return this.records.complete(claim);
+    return this.records.complete(claim, completeResult(result, this.supports.maxResultBytes));
   }
 
   async release(claim: Claim): Promise<void> {

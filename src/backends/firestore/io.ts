@@ -2,10 +2,10 @@
 // a last-update-time precondition. What to write is the transition table's to decide.
 import { InvalidConfiguration } from "../../core/errors.js";
 import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
-import { type Decide, purgeTransition } from "../../core/transitions.js";
+import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
 import { conditionalWrite, GRPC, grpcCode } from "../google/grpc.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
-import { fromStored, toStored } from "../google/stored-record.js";
+import { changedFields, fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { FirestoreDocumentLike, FirestoreLike, FirestoreTransactionLike } from "./client.js";
 
@@ -47,12 +47,16 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
       const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
       const { answer, write } = decide(record, Date.now());
       if (write === undefined) return answer;
-      const data = toStored(key, write) as never;
       const written =
         record === undefined
-          ? await create(ref, data)
+          ? await create(ref, toStored(key, write))
           : await conditionalWrite(CHANGED, () =>
-              ref.update(data, { lastUpdateTime: snapshot.updateTime } as never),
+              ref.update(
+                updateOf(key, record, write) as never,
+                {
+                  lastUpdateTime: snapshot.updateTime,
+                } as never,
+              ),
             );
       if (written) return answer;
     }
@@ -96,7 +100,7 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
           readAt = { time: snapshot.updateTime };
           tx.update(
             ref as never,
-            toStored(key, write) as never,
+            updateOf(key, record, write) as never,
             {
               lastUpdateTime: snapshot.updateTime,
             } as never,
@@ -155,6 +159,17 @@ function sameTime(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   const isEqual = (a as { isEqual?: unknown } | null | undefined)?.isEqual;
   return typeof isEqual === "function" && isEqual.call(a, b) === true;
+}
+
+/**
+ * The fields of an `update` from `previous` to `next`: an update keeps the fields it is not
+ * given, so a fingerprint or result `next` drops is written as `null` (read back as none); one
+ * that is unchanged is left out. A driver's `FieldValue.delete()` would need the very copy of
+ * the driver the given instance comes from (firebase-admin bundles its own).
+ */
+function updateOf(key: string, previous: LockRecord | undefined, next: LockRecord): object {
+  const { fingerprint, result, ...fields } = toStored(key, next);
+  return { ...fields, ...changedFields(previous, next) };
 }
 
 /** Create the document of an absent key: false when it exists already. */

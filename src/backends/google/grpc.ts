@@ -3,6 +3,7 @@
 
 /** The gRPC status codes the drivers reject with that we act on. */
 export const GRPC = {
+  INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
   ALREADY_EXISTS: 6,

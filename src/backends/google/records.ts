@@ -49,17 +49,18 @@ export class GoogleRecords<C, Tx> {
   /** The port methods, for the lock to offer as its trusted port. */
   port(): TransactionalLockBackend<Tx> {
     return {
-      claim: (key, leaseMs) => this.claim(key, leaseMs),
-      complete: (claim) => this.complete(claim),
+      claim: (key, leaseMs, options) => this.claim(key, leaseMs, options?.fingerprint),
+      complete: (claim, result) => this.complete(claim, result),
       release: (claim) => this.release(claim),
       renew: (claim, leaseMs) => this.renew(claim, leaseMs),
       completeInTransaction: (claim, body) => this.completeInTransaction(claim, body),
     };
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  /** A claim; `fingerprint` (checked by the caller) is stored with the record it wins. */
+  async claim(key: string, leaseMs: number, fingerprint?: string): Promise<ClaimOutcome> {
     // One token per call, shared by its retries: a retry that finds it knows its write landed.
-    const call = { key, leaseMs, ttlMs: this.setup.ttlMs, token: newToken() };
+    const call = { key, leaseMs, ttlMs: this.setup.ttlMs, token: newToken(), fingerprint };
     const outcome = await this.run("claim", key, (client) =>
       this.io.claim(client, key, (record, now) =>
         claimTransition(record, now, call, clockFence(now)),
@@ -68,8 +69,9 @@ export class GoogleRecords<C, Tx> {
     return this.io.storeClock === true ? outcome : unlessLapsed(outcome, Date.now());
   }
 
-  complete(claim: Claim): Promise<boolean> {
-    const call = { claim, ttlMs: this.setup.ttlMs };
+  /** A complete; `result` (checked by the caller) lands with DONE, in the same write. */
+  complete(claim: Claim, result?: string): Promise<boolean> {
+    const call = { claim, ttlMs: this.setup.ttlMs, result };
     return this.update("complete", claim.key, (record, now) =>
       completeTransition(record, now, call),
     );

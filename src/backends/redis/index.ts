@@ -9,12 +9,15 @@ import { randomUUID } from "node:crypto";
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type {
+  BackendSupport,
   Claim,
+  ClaimOptions,
   ClaimOutcome,
   ForceReleaseOutcome,
   InspectedRecord,
   LockBackend,
 } from "../../core/port.js";
+import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import { offerTrustedPort } from "../../core/trusted-port.js";
 import {
   assertFencingId,
@@ -143,6 +146,15 @@ export class RedisLock implements LockBackend {
   private readonly run: ScriptRunner;
   /** ttlMs as the scripts take it. */
   private readonly ttlText: string;
+  /**
+   * Results up to 16 MiB and fingerprints, fields of the record's hash. A Redis string may
+   * reach 512 MB, but every duplicate of a once() key reads its result back.
+   */
+  readonly supports: BackendSupport = {
+    results: true,
+    fingerprints: true,
+    maxResultBytes: MAX_RESULT_BYTES,
+  };
 
   /**
    * Checks every option before any I/O: a missing or unusable `client`, a `ttlMs` that is
@@ -166,23 +178,23 @@ export class RedisLock implements LockBackend {
     this.run = scriptRunner(read.client);
     if (new.target === RedisLock) {
       offerTrustedPort(this, {
-        claim: (key, leaseMs) => this.trustedClaim(key, leaseMs),
-        complete: (claim) => this.trustedComplete(claim),
+        claim: (key, leaseMs, options) => this.trustedClaim(key, leaseMs, options?.fingerprint),
+        complete: (claim, result) => this.trustedComplete(claim, result),
         release: (claim) => this.trustedRelease(claim),
         renew: (claim, leaseMs) => this.trustedRenew(claim, leaseMs),
       });
     }
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  async claim(key: string, leaseMs: number, options?: ClaimOptions): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    return this.trustedClaim(key, leaseMs);
+    return this.trustedClaim(key, leaseMs, claimFingerprint(options));
   }
 
-  async complete(claim: Claim): Promise<boolean> {
+  async complete(claim: Claim, result?: string): Promise<boolean> {
     assertValidKey(claim.key);
-    return this.trustedComplete(claim);
+    return this.trustedComplete(claim, completeResult(result, MAX_RESULT_BYTES));
   }
 
   async release(claim: Claim): Promise<void> {
@@ -211,7 +223,9 @@ export class RedisLock implements LockBackend {
         isInt(leaseExpiresAt) &&
         isInt(expiresAt)
       ) {
-        return { key, state, fencingId, leaseExpiresAt, expiresAt, now };
+        const record: InspectedRecord = { key, state, fencingId, leaseExpiresAt, expiresAt, now };
+        const fields = storedFields(reply, 5);
+        if (fields !== undefined) return { ...record, ...fields };
       }
     }
     throw unexpectedReply("inspect", key, reply);
@@ -234,24 +248,44 @@ export class RedisLock implements LockBackend {
 
   // The port methods once their arguments are checked: what the trusted port runs.
 
-  private async trustedClaim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  private async trustedClaim(
+    key: string,
+    leaseMs: number,
+    fingerprint?: string,
+  ): Promise<ClaimOutcome> {
+    // Without a fingerprint the script gets the three arguments it always had.
     const args = [String(leaseMs), this.ttlText, randomUUID()];
+    if (fingerprint !== undefined) args.push(fingerprint);
     const reply = await this.call("claim", key, CLAIM, args);
-    // claim.lua answers in integers: 0 done, a positive leaseExpiresAt held, {fence, until} won.
+    // claim.lua answers in integers where the record keeps nothing more: 0 done, a positive
+    // leaseExpiresAt held, {fence, until} won; else {'held', until, fp} or {'done', fp, result}.
     if (reply === 0) return DONE;
     if (isInt(reply) && reply > 0) return { status: "held", leaseExpiresAt: reply };
-    if (Array.isArray(reply) && reply.length === 2) {
-      const fencingId: unknown = reply[0];
-      const leaseExpiresAt: unknown = reply[1];
-      if (isInt(fencingId) && isInt(leaseExpiresAt)) {
-        return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
+    if (Array.isArray(reply)) {
+      if (reply.length === 2) {
+        const fencingId: unknown = reply[0];
+        const leaseExpiresAt: unknown = reply[1];
+        if (isInt(fencingId) && isInt(leaseExpiresAt)) {
+          return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
+        }
+      } else {
+        const status = text(reply[0]);
+        if (status === "done") {
+          const fields = storedFields(reply, 1);
+          if (fields !== undefined) return { status: "done", ...fields };
+        } else if (status === "held" && reply.length === 3 && isInt(reply[1]) && reply[1] > 0) {
+          const stored = text(reply[2]);
+          if (stored) return { status: "held", leaseExpiresAt: reply[1], fingerprint: stored };
+        }
       }
     }
     throw unexpectedReply("claim", key, reply);
   }
 
-  private async trustedComplete(claim: Claim): Promise<boolean> {
+  private async trustedComplete(claim: Claim, result?: string): Promise<boolean> {
+    // Without a result the script gets the two arguments it always had; a result goes as is.
     const args = [String(claim.fencingId), this.ttlText];
+    if (result !== undefined) args.push(result);
     return flag("complete", claim.key, await this.call("complete", claim.key, COMPLETE, args));
   }
 
@@ -281,6 +315,39 @@ export class RedisLock implements LockBackend {
 
 /** A claim's answer for a done key: nothing in it varies, so one frozen object serves all. */
 const DONE: ClaimOutcome = Object.freeze({ status: "done" });
+
+/**
+ * The largest result RedisLock keeps, in UTF-8 bytes. A Redis string may reach 512 MB, but the
+ * result lives in the record, and every duplicate's claim reads the record and carries the
+ * result back over the wire: a record must stay cheap to read. 16 MiB, as InMemoryLock's.
+ */
+const MAX_RESULT_BYTES = 16 * 1024 * 1024;
+
+/** A string field of a reply: GLIDE may answer a Buffer where the others answer a string. */
+function text(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (value instanceof Uint8Array) return Buffer.from(value).toString("utf8");
+  return undefined;
+}
+
+/**
+ * The `'fingerprint', fp` and `'result', result` pairs of a reply from `from` on, each present
+ * only when stored; undefined when the rest of the reply is anything else.
+ */
+function storedFields(
+  reply: readonly unknown[],
+  from: number,
+): { fingerprint?: string; result?: string } | undefined {
+  const fields: { fingerprint?: string; result?: string } = {};
+  for (let i = from; i < reply.length; i += 2) {
+    const name = text(reply[i]);
+    const value = text(reply[i + 1]);
+    if (value === undefined || (name !== "fingerprint" && name !== "result")) return undefined;
+    if (fields[name] !== undefined) return undefined;
+    fields[name] = value;
+  }
+  return fields;
+}
 
 function unexpectedReply(operation: string, key: string, reply: unknown): BackendError {
   const text = JSON.stringify(reply)?.slice(0, 200);

@@ -14,8 +14,10 @@
 
   Output:
     {now}                                                  no record
-    {now, state, fencingId, leaseExpiresAt, expiresAt}     the record
-  now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53.
+    {now, state, fencingId, leaseExpiresAt, expiresAt, name, value, ...}  the record, then
+        the pairs 'fingerprint', fp and 'result', result, each only when stored
+  now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53. A name
+  marks each field, so a stored empty result ('') is told from none.
 
   Uses now_ms() from prelude.lua, which index.ts prepends.
 ]]
@@ -23,8 +25,12 @@
 local key = KEYS[1]
 local now = now_ms()
 
-local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt')
+local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt',
+  'fingerprint', 'result')
 if not r[1] then
   return {now}
 end
-return {now, r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4])}
+local reply = {now, r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4])}
+if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end
+if r[6] then table.insert(reply, 'result'); table.insert(reply, r[6]) end
+return reply

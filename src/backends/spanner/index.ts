@@ -8,7 +8,9 @@ import type { BackendError } from "../../core/errors.js";
 import { InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type {
+  BackendSupport,
   Claim,
+  ClaimOptions,
   ClaimOutcome,
   ForceReleaseOutcome,
   InspectedRecord,
@@ -17,6 +19,7 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/port.js";
+import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import { offerTrustedPort } from "../../core/trusted-port.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { loadOnce } from "../google/lazy-client.js";
@@ -25,7 +28,7 @@ import { GoogleRecords } from "../google/records.js";
 import type { RetryOptions } from "../google/retry-options.js";
 import { callStore } from "../shared/store-call.js";
 import type { SpannerDatabaseLike, SpannerModule, SpannerTransactionLike } from "./client.js";
-import { renderSchema, SpannerIo } from "./io.js";
+import { renderSchema, renderUpgrade, SPANNER_MAX_RESULT_BYTES, SpannerIo } from "./io.js";
 
 export type { RetryOptions } from "../google/retry-options.js";
 export type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
@@ -125,6 +128,16 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
   readonly table: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  /**
+   * Results up to 2,621,440 UTF-8 bytes and fingerprints, kept in the nullable `result` and
+   * `fingerprint` columns (`STRING(MAX)`), the result in the same commit as DONE. A table made
+   * by 0.1 gets the columns from `ensureSchema()` or {@link SpannerLock.upgradeDdl}.
+   */
+  readonly supports: BackendSupport = {
+    results: true,
+    fingerprints: true,
+    maxResultBytes: SPANNER_MAX_RESULT_BYTES,
+  };
   private readonly database: () => Promise<SpannerDatabaseLike>;
   private readonly records: GoogleRecords<SpannerDatabaseLike, SpannerTransactionLike>;
 
@@ -189,15 +202,15 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
     if (!setup.clientGiven) announcePeerLoading(this, driver());
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  async claim(key: string, leaseMs: number, options?: ClaimOptions): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    return this.records.claim(key, leaseMs);
+    return this.records.claim(key, leaseMs, claimFingerprint(options));
   }
 
-  async complete(claim: Claim): Promise<boolean> {
+  async complete(claim: Claim, result?: string): Promise<boolean> {
     assertValidKey(claim.key);
-    return this.records.complete(claim);
+    return this.records.complete(claim, completeResult(result, this.supports.maxResultBytes));
   }
 
   async release(claim: Claim): Promise<void> {
@@ -217,9 +230,21 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
   }
 
   /**
-   * Create the records table (with its row deletion policy) if it does not exist, through
+   * The DDL that brings a records table made by 0.1 up to {@link SpannerLock.schemaDdl}
+   * (`upgrade.sql`, shipped): one `ALTER TABLE … ADD COLUMN IF NOT EXISTS` per new nullable
+   * column (`fingerprint`, `result`), a no-op where the column exists. For your own
+   * migrations, e.g. `database.updateSchema(backend.upgradeDdl)`; `ensureSchema()` applies it.
+   */
+  get upgradeDdl(): string[] {
+    return renderUpgrade(this.table);
+  }
+
+  /**
+   * Create the records table (with its row deletion policy) if it does not exist, and add the
+   * columns a table made by 0.1 lacks ({@link SpannerLock.upgradeDdl}), in one
    * `database.updateSchema`: a schema change takes seconds to minutes, so run it at deploy
-   * time, not per instance start.
+   * time, not per instance start. The rows of an upgraded table stay as they are (records
+   * without a fingerprint or a result).
    */
   ensureSchema(): Promise<void> {
     return callStore("spanner", "ensureSchema", undefined, async () => {
@@ -227,7 +252,7 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
       if (typeof database.updateSchema !== "function") {
         throw new InvalidConfiguration("ensureSchema needs a database with updateSchema()");
       }
-      const [operation] = await database.updateSchema([this.schemaDdl]);
+      const [operation] = await database.updateSchema([this.schemaDdl, ...this.upgradeDdl]);
       await operation.promise();
     });
   }

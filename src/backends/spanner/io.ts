@@ -9,14 +9,26 @@ import {
   purgeTransition,
   unlessLapsed,
 } from "../../core/transitions.js";
+import { GRPC, grpcCode } from "../google/grpc.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
+import { changedFields, withFields } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
 import expiredSql from "./expired.sql";
 import readSql from "./read.sql";
 import schemaSql from "./schema.sql";
+import upgradeSql from "./upgrade.sql";
 
 const PURGE_BATCH = 500;
+
+/**
+ * The largest result SpannerLock keeps, in UTF-8 bytes: a `STRING(MAX)` value is at most
+ * 2,621,440 Unicode characters and 10 MiB (https://cloud.google.com/spanner/quotas#tables, and
+ * the migration guide's "Spanner supports up to 2,621,440 characters",
+ * https://cloud.google.com/spanner/docs/migrate-mysql-schema). A character is at least one
+ * UTF-8 byte, so a result within this many bytes is within both.
+ */
+export const SPANNER_MAX_RESULT_BYTES = 2_621_440;
 
 /** The record's columns as read.sql and expired.sql return them (nulls for no record). */
 interface RecordRow {
@@ -26,12 +38,28 @@ interface RecordRow {
   lease_expires_at: unknown;
   expires_at: unknown;
   token: unknown;
+  /** Not read by expired.sql: a purge needs neither. */
+  fingerprint?: unknown;
+  result?: unknown;
   key?: unknown;
 }
 
 /** The DDL of the records table `table`: `schema.sql` without its header (DDL takes no comments). */
 export function renderSchema(table: string): string {
-  return render(schemaSql.replace(/^(?:--.*\n)+/, ""), table).trim();
+  return render(withoutComments(schemaSql), table).trim();
+}
+
+/** The statements of `upgrade.sql` for table `table`: the columns 0.1's table lacks. */
+export function renderUpgrade(table: string): string[] {
+  return withoutComments(render(upgradeSql, table))
+    .split(";")
+    .map((statement) => statement.trim())
+    .filter((statement) => statement !== "");
+}
+
+/** The SQL without its `--` comment lines. */
+function withoutComments(sql: string): string {
+  return sql.replace(/^--.*\n/gm, "");
 }
 
 /**
@@ -92,12 +120,13 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     return retrying(() =>
       inTransaction(database, async (tx) => {
         const value = await body(tx);
-        const { row, answer, write } = decide(...(await this.read(tx, key)));
+        const [record, now] = await this.read(tx, key);
+        const { row, answer, write } = decide(record, now);
         if (row !== "complete.claimed" || write === undefined) {
           await tx.rollback();
           return { completed: answer, value };
         }
-        tx.upsert(this.table, toRow(key, write));
+        tx.upsert(this.table, toRow(key, write, record));
         await tx.commit();
         return { completed: true, value };
       }),
@@ -141,23 +170,31 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     decide: Decide<A>,
   ): Promise<{ answer: A; committedAt?: number | undefined }> {
     return inTransaction(database, async (tx) => {
-      const { answer, write } = decide(...(await this.read(tx, key)));
+      const [record, now] = await this.read(tx, key);
+      const { answer, write } = decide(record, now);
       if (write === undefined) {
         await tx.rollback();
         return { answer };
       }
-      tx.upsert(this.table, toRow(key, write));
+      tx.upsert(this.table, toRow(key, write, record));
       return { answer, committedAt: commitMillis(await tx.commit()) };
     });
   }
 
-  /** The record of `key` (or none) and Spanner's time, read in `tx` (locking the row). */
+  /**
+   * The record of `key` (or none) and Spanner's time, read in `tx` (locking the row). On a
+   * table made by 0.1, which lacks the columns read.sql names, the error says what to run.
+   */
   private async read(
     tx: SpannerTransactionLike,
     key: string,
   ): Promise<[LockRecord | undefined, number]> {
-    const [rows] = await tx.run({ sql: this.readSql, params: { key }, json: true });
-    return fromRow(rows[0] as RecordRow);
+    try {
+      const [rows] = await tx.run({ sql: this.readSql, params: { key }, json: true });
+      return fromRow(rows[0] as RecordRow);
+    } catch (error) {
+      throw lacksColumns(error, this.table) ?? error;
+    }
   }
 }
 
@@ -184,20 +221,27 @@ async function inTransaction<R>(
 function fromRow(row: RecordRow): [LockRecord | undefined, number] {
   const now = Number(row.now);
   if (row.state === null || row.state === undefined) return [undefined, now];
-  return [
-    {
-      state: row.state === "done" ? "done" : "claimed",
-      fencingId: Number(row.fencing_id),
-      leaseExpiresAt: Number(row.lease_expires_at),
-      expiresAt: Number(row.expires_at),
-      token: String(row.token),
-    },
-    now,
-  ];
+  const record: LockRecord = {
+    state: row.state === "done" ? "done" : "claimed",
+    fencingId: Number(row.fencing_id),
+    leaseExpiresAt: Number(row.lease_expires_at),
+    expiresAt: Number(row.expires_at),
+    token: String(row.token),
+  };
+  return [withFields(record, row.fingerprint, row.result), now];
 }
 
-/** The row of `record`, the record of `key`. */
-function toRow(key: string, record: LockRecord): Record<string, unknown> {
+/**
+ * The row of `record`, the record of `key`, written over `previous` (as read). An
+ * insert-or-update keeps the columns it is not given, so `fingerprint` and `result` are in the
+ * row only when they change (`null` clears one): a write that changes neither sends the
+ * columns of 0.1, and a done record's result is never sent again.
+ */
+function toRow(
+  key: string,
+  record: LockRecord,
+  previous: LockRecord | undefined,
+): Record<string, unknown> {
   return {
     key,
     state: record.state,
@@ -205,7 +249,24 @@ function toRow(key: string, record: LockRecord): Record<string, unknown> {
     lease_expires_at: record.leaseExpiresAt,
     expires_at: new Date(record.expiresAt),
     token: record.token ?? "",
+    ...changedFields(previous, record),
   };
+}
+
+/**
+ * An error that says what to run when `error` is Spanner refusing read.sql for a column 0.1's
+ * table lacks (INVALID_ARGUMENT naming `fingerprint` or `result`); undefined for any other.
+ */
+function lacksColumns(error: unknown, table: string): Error | undefined {
+  const message = error instanceof Error ? error.message : "";
+  if (grpcCode(error) !== GRPC.INVALID_ARGUMENT || !/\b(?:fingerprint|result)\b/.test(message)) {
+    return undefined;
+  }
+  return new Error(
+    `${message} (table \`${table}\` was made by 0.1 and lacks the columns of fingerprints and ` +
+      "results: run backend.ensureSchema(), or apply backend.upgradeDdl with your migrations)",
+    { cause: error },
+  );
 }
 
 /** The commit timestamp in epoch ms, if the reply carries one. */

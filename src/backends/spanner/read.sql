@@ -3,11 +3,13 @@
 -- on what is still there.
 -- @key the idempotency key (STRING).
 -- Returns one row: now (epoch ms, CURRENT_TIMESTAMP()), and state, fencing_id,
--- lease_expires_at, expires_at (epoch ms), token, all null when there is no record.
+-- lease_expires_at, expires_at (epoch ms), token, fingerprint, result, all null when there is
+-- no record (fingerprint and result are also null in a record without them).
 -- Rows of the transition table: none by itself; every call decides on this read with the
 -- pure functions of src/core/transitions.ts (claim.*, complete.*, release.*, renew.*,
--- inspect.*, forceRelease.*).
+-- inspect.*, forceRelease.*): claim.done answers fingerprint and result, claim.held the
+-- fingerprint, inspect.found both.
 SELECT UNIX_MILLIS(CURRENT_TIMESTAMP()) AS now, r.state, r.fencing_id, r.lease_expires_at,
-  UNIX_MILLIS(r.expires_at) AS expires_at, r.token
+  UNIX_MILLIS(r.expires_at) AS expires_at, r.token, r.fingerprint, r.result
 FROM (SELECT 1 AS one) AS o
 LEFT JOIN {{table}} AS r ON r.key = @key

@@ -15,7 +15,7 @@ import { startSupplier } from "../test/support/supplier.js";
 import { FLEET, Fleet } from "./fleet.js";
 import { ledger } from "./ledger.js";
 import { startProxy } from "./proxy.js";
-import { type Delivery, scenarioOfKey, type WorkerEvent } from "./records.js";
+import { type Delivery, STEP_SINKS, scenarioOfKey, type WorkerEvent } from "./records.js";
 import {
   type Context,
   crashStorm,
@@ -27,6 +27,7 @@ import {
   type SinkTally,
   transactionSink,
 } from "./scenarios.js";
+import { STEPS, stepScenarioName, stepStorm } from "./step-storm.js";
 
 const HELP = `npm run functional -- [options]
 
@@ -36,8 +37,11 @@ Idempotency-Key header, ${FLEET.length} worker processes (${FLEET.join(", ")}) o
 DatastoreLock behind a round-robin proxy, and push subscriptions into it. Runs the quiet
 scenarios side by side, then the crash storm beside the transactional sink (SqlLock with
 transaction: true, plain INSERTs into a table of a fresh database on the PostgreSQL at
-DATABASE_URL, default 127.0.0.1:5432), prints a table and writes
-functional/results/latest.json. Exit code 1 when any invariant is violated.
+DATABASE_URL, default 127.0.0.1:5432) and the step storm: a three-step handler
+(charge → ship → email, each step() into its own table that does not de-duplicate) on
+SqlLock (that database) and on DatastoreLock, workers killing themselves before, inside,
+between and after the steps. Prints a table and writes functional/results/latest.json.
+Exit code 1 when any invariant is violated.
 
 Loopback only: the suite and its workers run under test/harness/network-guard.mjs, which
 refuses any connection or name lookup beyond 127.0.0.0/8, ::1 and localhost; a refusal
@@ -54,6 +58,15 @@ Options:
   --seed N          seed of the storm's order, holds and kills (default 1)
   --lock NAME       the supplier scenarios' lock: datastore (default), or none, the control
                     run: a lock that excludes nothing, on which the checks must fail
+  --step-orders N   step-storm messages per store (default 1000)
+  --step-crashes N  step-storm messages per store whose first delivery to reach their crash
+                    point kills its worker there (default 35: 5 per point, round robin over
+                    before, in:charge, charge|ship, in:ship, ship|email, in:email, after)
+  --steps MODE      the step storm's handler: step (default), or lock, the control run: the
+                    same three steps under the surface's lock alone (no step()), on which
+                    the step checks must fail
+  --only steps      run the step storm alone (no quiet scenarios, crash storm or
+                    transactional sink); the harness's random SIGKILLs still run
   --record          also write functional/results/reference.json (the README's figures)
   --help            this text`;
 
@@ -65,6 +78,10 @@ const { values } = parseArgs({
     "kill-every": { type: "string", default: "3000" },
     seed: { type: "string", default: "1" },
     lock: { type: "string", default: "datastore" },
+    "step-orders": { type: "string", default: "1000" },
+    "step-crashes": { type: "string", default: "35" },
+    steps: { type: "string", default: "step" },
+    only: { type: "string" },
     record: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
@@ -78,11 +95,27 @@ const leaseMs = Number(values["lease-ms"]);
 const crashChance = Number(values["crash-chance"]);
 const killEveryMs = Number(values["kill-every"]);
 let seed = Number(values.seed);
-for (const [name, value] of Object.entries({ orders, leaseMs, killEveryMs, seed })) {
+const stepOrders = Number(values["step-orders"]);
+const stepCrashes = Number(values["step-crashes"]);
+for (const [name, value] of Object.entries({ orders, leaseMs, killEveryMs, seed, stepOrders })) {
   if (!Number.isSafeInteger(value) || value < 1) {
     console.error(`--${name} must be a positive integer`);
     process.exit(2);
   }
+}
+if (!Number.isSafeInteger(stepCrashes) || stepCrashes < 0 || stepCrashes > stepOrders) {
+  console.error("--step-crashes must be an integer from 0 to --step-orders");
+  process.exit(2);
+}
+const stepsMode = values.steps;
+if (stepsMode !== "step" && stepsMode !== "lock") {
+  console.error("--steps must be step or lock");
+  process.exit(2);
+}
+const onlySteps = values.only === "steps";
+if (values.only !== undefined && !onlySteps) {
+  console.error("--only takes steps");
+  process.exit(2);
 }
 const lock = values.lock;
 if (lock !== "datastore" && lock !== "none") {
@@ -180,6 +213,8 @@ function report(
       "",
     );
   }
+  for (const f of result.scenarios)
+    if (typeof f.notes.summary === "string") lines.push(f.notes.summary, "");
   for (const f of result.scenarios) if (f.claim) lines.push(`- **${f.scenario}**: ${f.claim}`);
   return `${lines.join("\n")}\n`;
 }
@@ -231,6 +266,12 @@ try {
   await sinkPool.query(
     "CREATE TABLE orders (order_id text NOT NULL, message_id text NOT NULL, worker text NOT NULL)",
   );
+  // The step storm: its SqlLock records, and one table per step, no unique constraint.
+  await new SqlLock({ client: sinkPool, table: "step_records" }).ensureSchema();
+  for (const table of Object.values(STEP_SINKS))
+    await sinkPool.query(
+      `CREATE TABLE ${table} (key text NOT NULL, run text NOT NULL, seen text NOT NULL, made text NOT NULL, worker text NOT NULL, pid integer NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+    );
   const database: SinkDatabase = {
     async tally(): Promise<SinkTally> {
       const rows = await sinkPool.query<{ order_id: string; n: string }>(
@@ -244,9 +285,33 @@ try {
         doneRecords: Number(done.rows[0]?.n ?? 0),
       };
     },
+    async stepArrivals(scenario) {
+      const rows = await Promise.all(
+        STEPS.map(async (step) => {
+          const result = await sinkPool.query<{
+            key: string;
+            run: string;
+            seen: string;
+            made: string;
+          }>(`SELECT key, run, seen, made FROM ${STEP_SINKS[step]} WHERE key LIKE $1 ORDER BY at`, [
+            `${scenario}/%`,
+          ]);
+          return result.rows.map((row) => ({ ...row, step }));
+        }),
+      );
+      return rows.flat();
+    },
+    async stepDoneRecords() {
+      const done = await sinkPool.query<{ n: string }>(
+        "SELECT count(*) AS n FROM step_records WHERE state = 'done'",
+      );
+      return Number(done.rows[0]?.n ?? 0);
+    },
   };
   say(`PostgreSQL database ${postgres.database} for the transactional sink`);
 
+  const stepCrashDir = join(runDir, "step-crashes");
+  mkdirSync(stepCrashDir);
   const supplier = await startSupplier();
   stops.push(() => supplier.close());
   const fleet = await Fleet.start({
@@ -261,6 +326,8 @@ try {
       GCLOUD_PROJECT: PROJECT,
       METADATA_SERVER_DETECTION: "none",
       FUNCTIONAL_DATABASE_URL: postgres.url,
+      FUNCTIONAL_STEPS: stepsMode,
+      FUNCTIONAL_STEP_CRASH_DIR: stepCrashDir,
     },
   });
   stops.push(() => fleet.stop());
@@ -271,6 +338,8 @@ try {
       ...QUIET_SCENARIOS.map((s) => s.name).filter((name) => name !== "poison"),
       "crash-storm",
       "transaction-sink",
+      stepScenarioName("sql"),
+      stepScenarioName("datastore"),
     ]),
   });
   stops.push(() => proxy.close());
@@ -387,21 +456,29 @@ try {
     return all.length;
   }
 
-  say("quiet scenarios, side by side");
-  const quiet = await runAll(QUIET_SCENARIOS, 120_000);
-  // An acked message must not come back: wait out one emulator redelivery interval (~1 s).
-  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  let quiet: Running[] = [];
+  if (!onlySteps) {
+    say("quiet scenarios, side by side");
+    quiet = await runAll(QUIET_SCENARIOS, 120_000);
+    // An acked message must not come back: wait out one emulator redelivery interval (~1 s).
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+  }
 
   const sinkOrders = Math.max(20, Math.round(orders / 10));
+  const stepScenarios = (["sql", "datastore"] as const).map((store) =>
+    stepStorm({ store, orders: stepOrders, crashes: stepCrashes, control: stepsMode === "lock" }),
+  );
   say(
-    `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`,
+    `${onlySteps ? "" : `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice, and `}the step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
   );
   let nextKill = Date.now() + killEveryMs;
   const stormScenarios = [
-    crashStorm({ orders, crashChance }),
-    transactionSink({ orders: sinkOrders }),
+    ...(onlySteps
+      ? []
+      : [crashStorm({ orders, crashChance }), transactionSink({ orders: sinkOrders })]),
+    ...stepScenarios,
   ];
-  const storm = await runAll(stormScenarios, 240_000 + orders * 100, () => {
+  const storm = await runAll(stormScenarios, 240_000 + (orders + stepOrders) * 100, () => {
     if (Date.now() < nextKill) return;
     nextKill = Date.now() + killEveryMs * (0.5 + random());
     // Keep at least two instances serving, so the storm still makes progress.
@@ -411,23 +488,34 @@ try {
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   for (const close of ctx.closers) await close();
 
+  for (const r of storm) await r.scenario.readSink?.(ctx);
   const events = readEvents();
   const deadPids = new Set(fleet.deadPids);
   const scenarioOfMessage = new Map<string, string>();
   for (const r of [...quiet, ...storm])
     for (const m of r.published) scenarioOfMessage.set(m.messageId, r.scenario.name);
+  const eventsOf = (name: string) =>
+    events.filter(
+      (e) => scenarioOfKey(e.key) === name || scenarioOfMessage.get(e.messageId ?? "") === name,
+    );
   const sinks = new Map<string, SinkTally>();
   for (const r of [...quiet, ...storm])
-    if (r.scenario.sink) sinks.set(r.scenario.name, await r.scenario.sink(ctx));
+    if (r.scenario.sink)
+      sinks.set(
+        r.scenario.name,
+        await r.scenario.sink(ctx, {
+          published: r.published,
+          events: eventsOf(r.scenario.name),
+          deadPids,
+        }),
+      );
   const unattributed = events.filter(
     (e) => !scenarioOfKey(e.key) && !scenarioOfMessage.has(e.messageId ?? ""),
   );
 
   const figures: Figures[] = [...quiet, ...storm].map((r) => {
     const name = r.scenario.name;
-    const mine = events.filter(
-      (e) => scenarioOfKey(e.key) === name || scenarioOfMessage.get(e.messageId ?? "") === name,
-    );
+    const mine = eventsOf(name);
     const count = (kind: WorkerEvent["kind"]) => mine.filter((e) => e.kind === kind).length;
     const deliveries = proxy.deliveries.filter((d) => d.scenario === name);
     const supplierIds = [
@@ -505,12 +593,18 @@ try {
       f.notes.runsAbandonedByACrash = books.runsAbandoned;
       f.notes.leaseMs = leaseMs;
     }
-    if (sink) {
+    if (sink?.doneRecords !== undefined) {
       f.notes.sinkRows = [...sink.counts.values()].reduce((n, c) => n + c, 0);
       f.notes.doneRecords = sink.doneRecords;
       f.notes.selfCrashesBetweenInsertAndCommit = count("crash");
       if (sink.doneRecords !== f.supplierOrders)
         f.violations.push(`${sink.doneRecords} DONE records, expected ${f.supplierOrders}`);
+    }
+    if (sink?.notes) Object.assign(f.notes, sink.notes);
+    if (sink?.violations) {
+      f.violations.push(...sink.violations.slice(0, 10));
+      if (sink.violations.length > 10)
+        f.violations.push(`… and ${sink.violations.length - 10} more from the sink's books`);
     }
     // The invariants every scenario shares.
     if (f.supplierExactlyOnce !== f.supplierOrders)
@@ -582,7 +676,18 @@ try {
     finishedAt: new Date().toISOString(),
     seconds: Math.round((Date.now() - started) / 1000),
     commit: commitOf(),
-    options: { orders, leaseMs, crashChance, killEveryMs, seed: Number(values.seed), lock },
+    options: {
+      orders,
+      leaseMs,
+      crashChance,
+      killEveryMs,
+      seed: Number(values.seed),
+      lock,
+      stepOrders,
+      stepCrashes,
+      steps: stepsMode,
+      ...(onlySteps ? { only: "steps" } : {}),
+    },
     fleet: fleet.slots.map((s) => ({ name: s.name, starts: s.starts })),
     emulators: { pubsub: pubsubEmulator.host, datastore: datastoreEmulator.host },
     scenarios: figures.map((f) => ({

@@ -19,6 +19,13 @@ export interface WorkerEvent {
     | "failed"
     /** The gateway could not claim (a store error before the work): nacked, redelivered. */
     | "store_error"
+    /** A step's body started (step storm): `step`, `run` (its id), `fence` of the step's claim. */
+    | "step_run"
+    /**
+     * A step returned to its handler (step storm): `value` is what it resolved to, `run` the
+     * body run of this call when the body ran here (absent when the result was replayed).
+     */
+    | "step_done"
     | "crash";
   readonly key: string;
   /** The supplier's order id (`<scenario>/<orderId>`), on "sending". */
@@ -26,6 +33,12 @@ export interface WorkerEvent {
   readonly messageId?: string;
   readonly fence?: number;
   readonly error?: string;
+  /** The step storm: the step's name, the body run's id, the step's value. */
+  readonly step?: string;
+  readonly run?: string;
+  readonly value?: string;
+  /** On "crash": where the worker killed itself (the step storm names its crash points). */
+  readonly point?: string;
 }
 
 /** One push as the proxy saw it. */
@@ -48,7 +61,25 @@ export interface Delivery {
   readonly repushed?: boolean;
 }
 
-/** The scenario a worker key belongs to: the keys are `<scenario>/...`. */
+/**
+ * The scenario a worker key belongs to: the keys are `<scenario>/...`, and a step's key is
+ * `["step", <enclosing key>, <name>]` (step() derives it from the delivery's key).
+ */
 export function scenarioOfKey(key: string): string {
+  if (key.startsWith('["step",')) {
+    try {
+      const parent = (JSON.parse(key) as unknown[])[1];
+      return typeof parent === "string" ? scenarioOfKey(parent) : "";
+    } catch {
+      return "";
+    }
+  }
   return key.slice(0, Math.max(0, key.indexOf("/")));
 }
+
+/** The step storm's steps, in order, and the table (no unique constraint) each one's effect goes to. */
+export const STEP_SINKS = {
+  charge: "step_charges",
+  ship: "step_shipments",
+  email: "step_emails",
+} as const;

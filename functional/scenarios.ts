@@ -8,6 +8,7 @@ import { PROJECT } from "../test/support/gcloud-emulator.js";
 import type { Supplier } from "../test/support/supplier.js";
 import type { PushProxy } from "./proxy.js";
 import type { Delivery, WorkerEvent } from "./records.js";
+import type { StepArrival } from "./step-ledger.js";
 
 /** The emulator treats shorter backoffs as about 1 s, then 3 s (see the README). */
 export const RETRY_POLICY = {
@@ -34,6 +35,10 @@ export interface Context {
 export interface SinkDatabase {
   /** Rows of the `orders` table (no unique constraint) per order id, and the DONE records. */
   tally(): Promise<SinkTally>;
+  /** The step storm: every row of its three step sinks whose key is under `scenario`. */
+  stepArrivals(scenario: string): Promise<StepArrival[]>;
+  /** The step storm on SqlLock: DONE records in `step_records` (deliveries and steps). */
+  stepDoneRecords(): Promise<number>;
 }
 
 export interface PublishedMessage {
@@ -99,29 +104,49 @@ export interface Scenario {
    * When the sink is not the supplier, what landed there. The harness then checks these
    * counts (exactly once, none missing) instead of the supplier's.
    */
-  sink?(ctx: Context): Promise<SinkTally>;
+  sink?(ctx: Context, records: SinkRecords): Promise<SinkTally>;
+  /**
+   * Read what the sink's books need before the harness reads the workers' events: a worker
+   * still running writes its event before its effect, so every row read then has its run in
+   * the events read after.
+   */
+  readSink?(ctx: Context): Promise<void>;
+}
+
+/** What a sink's own books may read beside the sink: the scenario's records of the run. */
+export interface SinkRecords {
+  readonly published: readonly PublishedMessage[];
+  readonly events: readonly WorkerEvent[];
+  /** Worker processes that died during the run. */
+  readonly deadPids: ReadonlySet<number>;
 }
 
 /** A sink of the scenario's own: the orders it holds, and the keys completed beside them. */
 export interface SinkTally {
   /** How many times each order id landed. */
   readonly counts: ReadonlyMap<string, number>;
-  /** Records in the DONE state: one per order when DONE commits with the order's row. */
-  readonly doneRecords: number;
+  /**
+   * Records in the DONE state: one per order when DONE commits with the order's row. Absent
+   * when the scenario checks its records itself.
+   */
+  readonly doneRecords?: number;
+  /** The sink's own books: notes for the figures, and what they found violated. */
+  readonly notes?: Readonly<Record<string, unknown>>;
+  readonly violations?: readonly string[];
 }
 
-interface SubscriptionSpec {
+export interface SubscriptionSpec {
   readonly name: string;
   readonly ackDeadlineSeconds?: number;
   readonly deadLetterTopic?: string;
 }
 
-interface PushTopic {
+export interface PushTopic {
   readonly topic: Topic;
   readonly subscriptions: readonly string[];
 }
 
-async function pushTopic(
+export async function pushTopic(
   ctx: Context,
   name: string,
   subscriptions: readonly SubscriptionSpec[],
@@ -147,14 +172,14 @@ async function pushTopic(
   return { topic, subscriptions: subscriptions.map((s) => s.name) };
 }
 
-interface Order {
+export interface Order {
   readonly orderId: string;
   readonly attributes?: Readonly<Record<string, string>>;
   /** Passed to the supplier by the body: holdMs, failFirst. */
   readonly behaviour?: Readonly<Record<string, number>>;
 }
 
-async function publishOrders(
+export async function publishOrders(
   { topic, subscriptions }: PushTopic,
   scenario: string,
   orders: readonly Order[],
@@ -181,14 +206,14 @@ async function publishOrders(
   );
 }
 
-const ids = (prefix: string, n: number) =>
+export const ids = (prefix: string, n: number) =>
   Array.from({ length: n }, (_, i) => `${prefix}-${String(i + 1).padStart(4, "0")}`);
 
-function expectEqual(f: Figures, what: string, actual: number, expected: number): void {
+export function expectEqual(f: Figures, what: string, actual: number, expected: number): void {
   if (actual !== expected) f.violations.push(`${what}: ${actual}, expected ${expected}`);
 }
 
-function expectAtLeast(f: Figures, what: string, actual: number, least: number): void {
+export function expectAtLeast(f: Figures, what: string, actual: number, least: number): void {
   if (actual < least) f.violations.push(`${what}: ${actual}, expected at least ${least}`);
 }
 
@@ -400,7 +425,7 @@ export interface StormOptions {
 }
 
 /** The same shuffle for every scenario that publishes copies: seeded by the harness. */
-function shuffled<T>(items: readonly T[], random: () => number): T[] {
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   const copies = [...items];
   for (let i = copies.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));

@@ -3,7 +3,8 @@
  * --source functional/workers/functions.ts --target orders`). FUNCTIONAL_SURFACE picks the
  * signature: `cloudevent` wraps the body with `idempotent` (the framework turns the raw push
  * body into a CloudEvent; contention is a 500), `http` with `idempotentHttp` (a 503). The
- * transactional sink's pushes go to the same surface in transaction mode.
+ * transactional sink's pushes go to the same surface in transaction mode, the step storm's to
+ * its three-step handler (./steps.ts).
  */
 import { type CloudEvent, cloudEvent, http } from "@google-cloud/functions-framework";
 import { idempotent, parseCloudEvent } from "gcp-pubsub-idempotency";
@@ -17,9 +18,12 @@ import {
   placeOrder,
   transactionalBackend,
 } from "./guarded.js";
+import { isStepsPush, stepsCloudEvent, stepsHttp } from "./steps.js";
 
 if (process.env.FUNCTIONAL_SURFACE === "http") {
-  http("orders", ordersHttp());
+  const orders = ordersHttp();
+  const steps = stepsHttp();
+  http("orders", (req, res) => (isStepsPush(req.path) ? steps : orders)(req, res));
 } else {
   const key = (event: CloudEvent<unknown>) => keyOf(parseCloudEvent(event));
   const supplied = idempotent({ ...gatewayOptions, backend, key }, (event) =>
@@ -29,7 +33,10 @@ if (process.env.FUNCTIONAL_SURFACE === "http") {
     { ...gatewayOptions, backend: transactionalBackend, transaction: true, key },
     (event, tx) => insertOrder(parseCloudEvent(event), tx),
   );
-  cloudEvent("orders", (event: CloudEvent<unknown>) =>
-    (isTransactionPush(String(event.source)) ? transactional : supplied)(event),
-  );
+  const steps = stepsCloudEvent();
+  cloudEvent("orders", (event: CloudEvent<unknown>) => {
+    const source = String(event.source);
+    if (isStepsPush(source)) return steps(event);
+    return (isTransactionPush(source) ? transactional : supplied)(event);
+  });
 }

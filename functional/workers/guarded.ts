@@ -41,12 +41,12 @@ const mutexLeaseMs = Math.max(leaseMs, 15_000);
 /** Chance that a crashable body kills its own process between the supplier call and complete. */
 const crashChance = Number(process.env.FUNCTIONAL_CRASH_CHANCE ?? "0");
 
-function record(event: Omit<WorkerEvent, "worker" | "pid" | "t">): void {
+export function record(event: Omit<WorkerEvent, "worker" | "pid" | "t">): void {
   const line: WorkerEvent = { worker, pid: process.pid, t: Date.now(), ...event };
   appendFileSync(eventsFile, `${JSON.stringify(line)}\n`);
 }
 
-const store = new DatastoreLock({
+export const store = new DatastoreLock({
   projectId: required("GCLOUD_PROJECT"),
   namespace: required("FUNCTIONAL_NAMESPACE"),
 });
@@ -105,7 +105,7 @@ export const backend: LockBackend = recorded(lockChoice === "none" ? excludesNot
  * `orders` table (no unique constraint) the body writes with plain INSERTs in the same
  * transaction as DONE.
  */
-const pool = new pg.Pool({ connectionString: required("FUNCTIONAL_DATABASE_URL"), max: 8 });
+export const pool = new pg.Pool({ connectionString: required("FUNCTIONAL_DATABASE_URL"), max: 8 });
 // A connection cut while idle (the harness's SIGKILLs only hit this process) must not crash it.
 pool.on("error", () => {});
 const sqlStore = new SqlLock({ client: pool, table: "idempotency_records" });

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock, type RedisScriptClient } from "../../src/backends/redis/index.js";
 import { MAX_LEASE_MS, MAX_TTL_MS } from "../../src/core/constants.js";
 import type { Claim } from "../../src/core/port.js";
+import { trustedPort } from "../../src/core/trusted-port.js";
 import { once, PayloadMismatch } from "../../src/index.js";
 import { won } from "../support/claims.js";
 import { freePort } from "../support/net.js";
@@ -230,6 +231,9 @@ describe.skipIf(!server)("RedisLock", () => {
         expect(await io.hget(`${p}l`, "fingerprint")).toBe("b");
         expect(won(await lock.claim("l2", 10_000)).fencingId).toBe(other.fencingId + 1);
         expect(await io.hexists(`${p}l2`, "fingerprint")).toBe(0);
+        // An empty fingerprint argument (only the trusted port lets one through) is none.
+        won(await trustedPort(lock).claim("empty", 10_000, { fingerprint: "" }));
+        expect(await io.hexists(`${p}empty`, "fingerprint")).toBe(0);
         expect((await lock.claim("l2", 10_000, { fingerprint: "a" })).status).toBe("held");
         expect(await lock.claim("l2", 10_000, { fingerprint: "a" })).not.toHaveProperty(
           "fingerprint",

@@ -1,12 +1,13 @@
 // SqlLock over a table made by 0.1 (fixtures/schema-0.1: each dialect's schema.sql at e21bff9),
 // on PostgreSQL, MariaDB (the mysql dialect) and SQLite: ensureSchema() adds the fingerprint
 // and result columns, and only when they are missing; the records written before stay what
-// they were; upgradeSql applied by hand does the same; concurrent upgrades all succeed.
+// they were; upgradeSql applied by hand does the same; concurrent upgrades all succeed; a
+// table not upgraded fails saying what to run.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { type SqlClient, type SqlDialect, SqlLock } from "../../src/backends/sql/index.js";
-import { Duplicate } from "../../src/core/errors.js";
+import { BackendError, Duplicate } from "../../src/core/errors.js";
 import { once } from "../../src/core/verbs/once.js";
 import { won } from "../support/claims.js";
 import { silentLogger } from "../support/logger.js";
@@ -232,6 +233,18 @@ for (const store of stores) {
       const again = store.exec(table, backend.upgradeSql);
       if (store.dialect === "postgres") await again;
       else await expect(again).rejects.toThrow(/duplicate column/i);
+    });
+
+    it("not upgraded: claim and inspect reject with a BackendError saying what to run", async () => {
+      const table = await oldTable(store);
+      const backend = new SqlLock({ client: store.client(table), table });
+      for (const call of [() => backend.claim("k", 60_000), () => backend.inspect("k")]) {
+        const error = await call().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(BackendError);
+        expect((error as Error).message).toMatch(
+          /lacks the fingerprint and result columns .*run ensureSchema\(\) or apply upgradeSql/,
+        );
+      }
     });
 
     it("concurrent ensureSchema() calls on one 0.1 table all succeed", async () => {

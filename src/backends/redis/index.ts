@@ -225,7 +225,7 @@ export class RedisLock implements LockBackend {
       ) {
         const record: InspectedRecord = { key, state, fencingId, leaseExpiresAt, expiresAt, now };
         const fields = storedFields(reply, 5);
-        return fields === undefined ? record : { ...record, ...fields };
+        if (fields !== undefined) return { ...record, ...fields };
       }
     }
     throw unexpectedReply("inspect", key, reply);
@@ -253,6 +253,7 @@ export class RedisLock implements LockBackend {
     leaseMs: number,
     fingerprint?: string,
   ): Promise<ClaimOutcome> {
+    // Without a fingerprint the script gets the three arguments it always had.
     const args = [String(leaseMs), this.ttlText, randomUUID()];
     if (fingerprint !== undefined) args.push(fingerprint);
     const reply = await this.call("claim", key, CLAIM, args);
@@ -272,7 +273,7 @@ export class RedisLock implements LockBackend {
         if (status === "done") {
           const fields = storedFields(reply, 1);
           if (fields !== undefined) return { status: "done", ...fields };
-        } else if (status === "held" && reply.length === 3 && isInt(reply[1])) {
+        } else if (status === "held" && reply.length === 3 && isInt(reply[1]) && reply[1] > 0) {
           const stored = text(reply[2]);
           if (stored) return { status: "held", leaseExpiresAt: reply[1], fingerprint: stored };
         }
@@ -282,6 +283,7 @@ export class RedisLock implements LockBackend {
   }
 
   private async trustedComplete(claim: Claim, result?: string): Promise<boolean> {
+    // Without a result the script gets the two arguments it always had; a result goes as is.
     const args = [String(claim.fencingId), this.ttlText];
     if (result !== undefined) args.push(result);
     return flag("complete", claim.key, await this.call("complete", claim.key, COMPLETE, args));
@@ -314,7 +316,11 @@ export class RedisLock implements LockBackend {
 /** A claim's answer for a done key: nothing in it varies, so one frozen object serves all. */
 const DONE: ClaimOutcome = Object.freeze({ status: "done" });
 
-/** The largest result RedisLock keeps, in UTF-8 bytes. */
+/**
+ * The largest result RedisLock keeps, in UTF-8 bytes. A Redis string may reach 512 MB, but the
+ * result lives in the record, and every duplicate's claim reads the record and carries the
+ * result back over the wire: a record must stay cheap to read. 16 MiB, as InMemoryLock's.
+ */
 const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 /** A string field of a reply: GLIDE may answer a Buffer where the others answer a string. */

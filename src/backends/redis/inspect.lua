@@ -16,7 +16,8 @@
     {now}                                                  no record
     {now, state, fencingId, leaseExpiresAt, expiresAt, name, value, ...}  the record, then
         the pairs 'fingerprint', fp and 'result', result, each only when stored
-  now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53.
+  now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53. A name
+  marks each field, so a stored empty result ('') is told from none.
 
   Uses now_ms() from prelude.lua, which index.ts prepends.
 ]]

@@ -129,6 +129,8 @@ export interface Dialect {
   readonly maxResultBytes: number;
   /** A deadlock, serialization failure or busy database: a claim may retry it. */
   isTransient(error: object): boolean;
+  /** An unknown column (SqlLock then checks it names `fingerprint` or `result`: a 0.1 table). */
+  isUnknownColumn(error: object): boolean;
   /** Bind the dialect to a client (already checked against `needs`) and rendered statements. */
   open(client: SqlClient, statements: Statements): DialectSession;
 }

@@ -16,7 +16,7 @@ import { forceReleaseTransition, type LockRecord } from "../../core/transitions.
 import { purgeInBatches } from "../shared/purge.js";
 import { callStore, callStoreWithBody } from "../shared/store-call.js";
 import { type ConnectionGate, gateFor } from "./connection-gate.js";
-import type { Dialect, DialectSession, OpenTransaction } from "./dialect.js";
+import type { Dialect, DialectSession, OpenTransaction, SqlInspectRow, SqlRow } from "./dialect.js";
 import { PURGE_BATCH } from "./table.js";
 import type { SqlClient, SqlDialect } from "./types.js";
 
@@ -37,6 +37,7 @@ export class SqlStatements<Tx> {
   private readonly backend: SqlDialect;
   private readonly session: DialectSession;
   private readonly isTransient: (error: unknown) => boolean;
+  private readonly isUnknownColumn: (error: object) => boolean;
   /** On one connection: keeps statements out of an open transaction. None for a pool. */
   private readonly gate: ConnectionGate | undefined;
 
@@ -49,6 +50,7 @@ export class SqlStatements<Tx> {
     this.backend = dialect.name;
     this.isTransient = (error) =>
       error !== null && typeof error === "object" && dialect.isTransient(error);
+    this.isUnknownColumn = (error) => dialect.isUnknownColumn(error);
     this.session = dialect.open(client, (name) => this.text(name));
     this.gate = this.session.sharedConnection ? gateFor(client) : undefined;
   }
@@ -180,7 +182,12 @@ export class SqlStatements<Tx> {
   }
 
   private async readRecord(key: string): Promise<{ record: LockRecord | undefined; now: number }> {
-    const row = await this.session.inspect(key);
+    let row: SqlInspectRow | undefined;
+    try {
+      row = await this.session.inspect(key);
+    } catch (error) {
+      throw this.explained(error);
+    }
     if (row === undefined) throw new Error("the inspect statement returned no row");
     const now = toNumber(row.now, "now");
     if (row.state === null || row.state === undefined) return { record: undefined, now };
@@ -204,7 +211,13 @@ export class SqlStatements<Tx> {
     fingerprint: string | undefined,
   ): Promise<ClaimOutcome> {
     const token = randomUUID();
-    const row = await this.session.claim(key, leaseMs, this.ttlMs, token, fingerprint);
+    let row: SqlRow | undefined;
+    try {
+      row = await this.session.claim(key, leaseMs, this.ttlMs, token, fingerprint);
+    } catch (error) {
+      // Every call starts with a claim: here a table made by 0.1 is told what it lacks.
+      throw this.explained(error);
+    }
     if (row === undefined) throw new Error("the claim returned no row (purged mid-claim?)");
     const leaseExpiresAt = toNumber(row.lease_expires_at, "lease_expires_at");
     if (row.token === token) {
@@ -218,6 +231,20 @@ export class SqlStatements<Tx> {
     return stored === undefined
       ? { status: "held", leaseExpiresAt }
       : { status: "held", leaseExpiresAt, fingerprint: stored };
+  }
+
+  /**
+   * A driver's error, or, when it is an unknown `fingerprint` or `result` column (a table
+   * made by 0.1, not upgraded), an error saying what to run, with the driver's as its cause.
+   */
+  private explained(error: unknown): unknown {
+    if (error === null || typeof error !== "object" || !this.isUnknownColumn(error)) return error;
+    const message = String((error as { message?: unknown }).message);
+    if (!/\b(fingerprint|result)\b/.test(message)) return error;
+    return new Error(
+      `the table lacks the fingerprint and result columns (a table made by 0.1): run ensureSchema() or apply upgradeSql (${message})`,
+      { cause: error },
+    );
   }
 
   /** Run one verb's statements, outside any transaction open on a single connection. */

@@ -82,6 +82,8 @@ export const mysql: Dialect = {
     inspect,
   },
   maxResultBytes: MAX_RESULT_BYTES,
+  // ER_BAD_FIELD_ERROR
+  isUnknownColumn: (error) => (error as { errno?: unknown }).errno === 1054,
   isTransient(error) {
     const { errno } = error as { errno?: unknown };
     return errno === 1213 || errno === 1205;

@@ -45,6 +45,7 @@ export const postgres: Dialect = {
   quote: (identifier) => `"${identifier}"`,
   templates: { schema, upgrade, columns, claim, complete, release, renew, purge, inspect },
   maxResultBytes: MAX_RESULT_BYTES,
+  isUnknownColumn: (error) => (error as { code?: unknown }).code === "42703",
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return code === "40001" || code === "40P01";

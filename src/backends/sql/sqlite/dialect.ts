@@ -35,6 +35,8 @@ export const sqlite: Dialect = {
   quote: (identifier) => `"${identifier}"`,
   templates: { schema, upgrade, columns, peek, claim, complete, release, renew, purge, inspect },
   maxResultBytes: MAX_RESULT_BYTES,
+  isUnknownColumn: (error) =>
+    /^(no such column|table \S+ has no column named)/.test(String((error as Error).message)),
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return typeof code === "string" && code.startsWith("SQLITE_BUSY");

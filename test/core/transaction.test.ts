@@ -216,9 +216,14 @@ describe("lockInTransaction", () => {
     };
     await lockInTransaction(
       "m-9",
-      { backend: renewing, leaseMs: 60, heartbeat: { everyMs: 10 }, logger },
+      // The body holds until two renewals came (a busy machine delays timers, so no fixed
+      // sleep); the lease is ten renewal intervals, so a late timer does not lose it.
+      { backend: renewing, leaseMs: 600, heartbeat: { everyMs: 60 }, logger },
       async (_tx, _claim, signal) => {
-        await new Promise((done) => setTimeout(done, 45));
+        const until = Date.now() + 10_000;
+        while (renewals < 2 && Date.now() < until) {
+          await new Promise((done) => setTimeout(done, 10));
+        }
         expect(signal.aborted).toBe(false);
       },
     );

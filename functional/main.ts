@@ -490,6 +490,11 @@ try {
 
   for (const r of storm) await r.scenario.readSink?.(ctx);
   const events = readEvents();
+  // Every push and its answer, beside the workers' files, for a look at a slow or stalled run.
+  writeFileSync(
+    join(runDir, "deliveries.jsonl"),
+    proxy.deliveries.map((d) => `${JSON.stringify(d)}\n`).join(""),
+  );
   const deadPids = new Set(fleet.deadPids);
   const scenarioOfMessage = new Map<string, string>();
   for (const r of [...quiet, ...storm])

@@ -1,5 +1,5 @@
 /**
- * The report of `--against <ref>`: each gateway figure measured for two builds in one process,
+ * The report of `--against <ref>`: each gateway figure measured for two builds, each in its own process,
  * round by round, side by side; new ÷ old taken per round (the two samples of a round ran back
  * to back) and read by the report's one spread rule, `judge()`: slower or faster beyond noise
  * only when every round says so. Pure: the timing is bench/gateway-against.ts's.
@@ -130,14 +130,14 @@ export function renderComparison(run: ComparisonRun): string {
     `- Old: \`${run.ref}\`, commit \`${run.commit}\`: its src/ and tsconfig.json bundled the same way, against the same node_modules.`,
     `- Date: ${run.date}; ${run.seconds.toFixed(0)} s in all. Machine: ${run.machine}; Node ${run.node}.`,
     `- Load average (1/5/15 min): ${run.loadAtStart} at start, ${run.loadAtEnd} at the end. Other processes share these cores.`,
-    `- ${run.rounds} round(s), both builds in one process, after an untimed warm-up of each figure on both that sized its samples to about ${run.sampleMs.toFixed(0)} ms of CPU; in each round every figure is timed for both builds back to back, old first in odd rounds and new first in even ones, each sample after a forced GC. Rates are calls per second of this process's CPU time (user + system), which a busy machine disturbs far less than the wall clock; the wall-clock ratio is shown beside it.`,
-    `- new ÷ old is taken round by round and shown as median [min–max]. **Slower beyond noise**: every round's new ÷ old below 1 (\`judge()\` of bench/report.ts with the bound 1); faster beyond noise: every round above 1; otherwise within noise${run.rounds < MIN_ROUNDS ? `; fewer than ${MIN_ROUNDS} rounds are not read` : ""}. A control runs the bench's own code on both sides: its spread is this run's noise.`,
+    `- ${run.rounds} round(s), each build in a process of its own (a process-wide cost, such as the promise hooks the first AsyncLocalStorage store turns on in Node 20 and 22, stays with the build that causes it), the two driven from a third, after an untimed warm-up of each figure on both that sized its samples to about ${run.sampleMs.toFixed(0)} ms of CPU; in each round every figure is timed for both builds back to back, old first in odd rounds and new first in even ones, each sample after a forced GC. Rates are calls per second of the timing process's CPU time (user + system), which a busy machine disturbs far less than the wall clock; the wall-clock ratio is shown beside it.`,
+    `- new ÷ old is taken round by round and shown as median [min–max]. **Slower beyond noise**: every round's new ÷ old below 1 (\`judge()\` of bench/report.ts with the bound 1); faster beyond noise: every round above 1; otherwise within noise${run.rounds < MIN_ROUNDS ? `; fewer than ${MIN_ROUNDS} rounds are not read` : ""}. A control runs the bench's own code in both processes: its spread is this run's noise, and a control off 1 beyond noise is not noise but a process-wide cost: the bench's own code slowed by what one build turned on in its process.`,
     "",
     "| figure | calls per sample | old /CPU-s | new /CPU-s | new ÷ old, per CPU-second | reading | new ÷ old, wall clock |",
     "|---|--:|--:|--:|--:|---|--:|",
     ...compared.map(
       (c) =>
-        `| ${c.figure.control ? `control: ${c.figure.what}` : c.figure.what} | ${c.figure.calls.toLocaleString("en-US")} ${c.figure.unit} | ${fmtRate(c.old)} | ${fmtRate(c.new)} | ${c.ratio ? fmtSpread(c.ratio) : "—"} | ${c.figure.control ? "(control)" : reading(c)} | ${c.wallRatio ? fmtSpread(c.wallRatio) : "—"} |`,
+        `| ${c.figure.control ? `control: ${c.figure.what}` : c.figure.what} | ${c.figure.calls.toLocaleString("en-US")} ${c.figure.unit} | ${fmtRate(c.old)} | ${fmtRate(c.new)} | ${c.ratio ? fmtSpread(c.ratio) : "—"} | ${c.figure.control ? (c.reading === "within noise" || c.reading === "too few rounds" ? "(control)" : `(control) **${c.reading}: process-wide**`) : reading(c)} | ${c.wallRatio ? fmtSpread(c.wallRatio) : "—"} |`,
     ),
     "",
     run.rounds < MIN_ROUNDS

@@ -1,15 +1,19 @@
 /**
  * `--only gateway --against <ref>`: the gateway section's figures for the working tree's
- * build and for `ref`'s, in one process, so the two are compared on one machine state. The
- * same bench code (bench/gateway-calls.ts) drives both through the public API. Each round
+ * build and for `ref`'s, each in a process of its own (bench/gateway-side.ts: a cost that is
+ * process-wide, such as the promise hooks the first AsyncLocalStorage store turns on in Node
+ * 20 and 22, must not land on both), the two driven by this one, so they are compared on one
+ * machine state. The same bench code (bench/gateway-calls.ts) drives both through the public
+ * API. Each round
  * times every figure for both builds back to back, the order of the two swapped every round,
  * so a drift of load from elsewhere lands on both alike; bench/comparison.ts reads the ratios.
  */
+import { fork } from "node:child_process";
 import os from "node:os";
+import { fileURLToPath } from "node:url";
 import type { ComparisonRun, FigureRounds, RateSample } from "./comparison.js";
-import { type Call, InstantBackend, lockCalls, pushCalls, surfaceCalls } from "./gateway-calls.js";
+import type { SideReply, SideRequest } from "./gateway-side.js";
 import type { Provenance } from "./provenance.js";
-import { buildAt, type PublishedBuild, publishedBuild } from "./published-build.js";
 import { loadAverage, progress, type Settings } from "./runner.js";
 
 /** A figure: what it times, and how many calls warm it up for a base count `n`. */
@@ -99,84 +103,76 @@ const FIGURES: readonly Figure[] = [
   },
 ];
 
-/**
- * Tokens each build signs for its new-token pushes: more than the 256 a verifier keeps, so a
- * token taken again in turn was dropped by then and is verified anew.
- */
-const TOKEN_POOL = 600;
-
-/** One build's calls by figure id (the environment check is a plain call), and its checks. */
-interface Side {
-  calls: Record<string, Call>;
-  disabledCheck: () => boolean;
-  /** Throws when a surface settled a message otherwise than its outcome asks. */
-  check(): void;
+/** A build's side in its own process (bench/gateway-side.ts), asked one request at a time. */
+interface RemoteSide {
+  /** The commit it built; undefined for the working tree. */
+  commit: string | undefined;
+  node: string;
+  sample(id: string, n: number): Promise<RateSample>;
+  check(): Promise<void>;
+  close(): void;
 }
 
-async function sideOf(build: PublishedBuild): Promise<Side> {
-  const backend = new InstantBackend();
-  const lock = lockCalls(build, backend);
-  const push = pushCalls(build, backend, TOKEN_POOL);
-  const done = await surfaceCalls(build, "done");
-  const held = await surfaceCalls(build, "held");
-  return {
-    calls: {
-      floor: lock.floor,
-      lock: lock.lock,
-      withSignal: lock.withSignal,
-      push: push.push,
-      pushWithAuth: push.pushWithAuth,
-      pushWithNewToken: push.pushWithNewToken,
-      "duplicate.memory": done.calls.memory,
-      "duplicate.http": done.calls.http,
-      "duplicate.message": done.calls.message,
-      "held.memory": held.calls.memory,
-      "held.http": held.calls.http,
-      "held.message": held.calls.message,
-    },
-    disabledCheck: build.core.gatewayDisabled,
-    check() {
-      done.check();
-      held.check();
-    },
+/**
+ * Forks a process for `ref`'s build (undefined: the working tree's), with this process's Node
+ * and flags (--expose-gc, tsx, the text loader), and resolves once it has built and is ready.
+ */
+function forkSide(ref: string | undefined): Promise<RemoteSide> {
+  const child = fork(
+    fileURLToPath(new URL("./gateway-side.ts", import.meta.url)),
+    ref === undefined ? [] : [ref],
+    { execArgv: process.execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] },
+  );
+  let waiting: { resolve: (reply: SideReply) => void; reject: (error: Error) => void } | undefined;
+  const failed = (error: Error) => {
+    const w = waiting;
+    waiting = undefined;
+    w?.reject(error);
   };
-}
-
-const collectGarbage = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
-const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-const rates = (n: number, cpu: NodeJS.CpuUsage, start: bigint): RateSample => {
-  const wall = Number(process.hrtime.bigint() - start) / 1e9;
-  const used = process.cpuUsage(cpu);
-  return { perWallSecond: n / wall, perCpuSecond: n / ((used.user + used.system) / 1e6) };
-};
-
-/**
- * One figure of one build: `n` calls one after another, after a full GC, so no garbage of
- * another sample is collected in this one, and a pause, so the GC's background sweeping
- * (which process.cpuUsage counts) is done before the clock starts.
- */
-async function sample(side: Side, id: string, n: number): Promise<RateSample> {
-  collectGarbage();
-  await pause(10);
-  if (id === "disabledCheck") {
-    // A plain function: a loop without awaits, as gateway.ts times it.
-    let disabled = 0;
-    const cpu = process.cpuUsage();
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < n; i++) if (side.disabledCheck()) disabled++;
-    const result = rates(n, cpu, start);
-    if (disabled > 0) {
-      throw new Error("bench: GCP_PUBSUB_IDEMPOTENCY_DISABLED is set; unset it to bench");
-    }
-    return result;
-  }
-  const call = side.calls[id];
-  if (call === undefined) throw new Error(`bench: no call for the figure ${id}`);
-  const cpu = process.cpuUsage();
-  const start = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) await call();
-  return rates(n, cpu, start);
+  child.on("message", (reply: SideReply) => {
+    const w = waiting;
+    waiting = undefined;
+    if (reply.type === "error") w?.reject(new Error(reply.message));
+    else w?.resolve(reply);
+  });
+  child.on("exit", (code, signal) =>
+    failed(
+      new Error(`bench: the side for ${ref ?? "the working tree"} exited (${signal ?? code})`),
+    ),
+  );
+  child.on("error", failed);
+  // An interrupted run ends its children too.
+  const kill = () => child.kill();
+  process.once("exit", kill);
+  const next = () =>
+    new Promise<SideReply>((resolve, reject) => {
+      waiting = { resolve, reject };
+    });
+  const ask = (request: SideRequest) => {
+    const reply = next();
+    child.send(request);
+    return reply;
+  };
+  return next().then((ready) => {
+    if (ready.type !== "ready") throw new Error(`bench: a side answered ${ready.type} first`);
+    return {
+      commit: ready.commit,
+      node: ready.node,
+      async sample(id, n) {
+        const reply = await ask({ type: "sample", id, n });
+        if (reply.type !== "sample") throw new Error(`bench: a side answered ${reply.type}`);
+        return reply.sample;
+      },
+      async check() {
+        await ask({ type: "check" });
+      },
+      close() {
+        child.removeAllListeners("exit");
+        process.off("exit", kill);
+        child.disconnect();
+      },
+    };
+  });
 }
 
 /**
@@ -198,12 +194,31 @@ export async function gatewayAgainst(
 ): Promise<ComparisonRun> {
   const started = Date.now();
   const loadAtStart = loadAverage();
-  progress(`gateway against ${ref}: bundling ${ref} and the working tree`);
+  progress(`gateway against ${ref}: bundling ${ref} and the working tree, each in its own process`);
   // ref's first: a ref that names no commit fails before anything is bundled.
-  const old = await buildAt(ref);
-  const fresh = await publishedBuild();
-  progress(`gateway against ${ref}: commit ${old.commit.slice(0, 12)}; signing tokens`);
-  const sides = { old: await sideOf(old), new: await sideOf(fresh) };
+  const old = await forkSide(ref);
+  const fresh = await forkSide(undefined).catch((error: unknown) => {
+    old.close();
+    throw error;
+  });
+  const sides = { old, new: fresh };
+  try {
+    return await timeSides(ref, sides, settings, about, started, loadAtStart);
+  } finally {
+    old.close();
+    fresh.close();
+  }
+}
+
+async function timeSides(
+  ref: string,
+  sides: { old: RemoteSide; new: RemoteSide },
+  settings: Settings,
+  about: { command: string; provenance: Provenance },
+  started: number,
+  loadAtStart: string,
+): Promise<ComparisonRun> {
+  progress(`gateway against ${ref}: commit ${sides.old.commit?.slice(0, 12)}; both sides ready`);
   const n = Math.round(settings.gatewayCycles / 20);
   const rounds = againstRounds(settings);
   // Each sample takes about this much CPU time: long enough for process.cpuUsage to time it.
@@ -211,10 +226,10 @@ export async function gatewayAgainst(
   const figures: FigureRounds[] = [];
   for (const f of FIGURES) {
     // Warm both builds up, old first; then size the samples from a second pass, on warm code.
-    for (const who of ["old", "new"] as const) await sample(sides[who], f.id, f.warmUp(n));
+    for (const who of ["old", "new"] as const) await sides[who].sample(f.id, f.warmUp(n));
     const warm = [
-      await sample(sides.old, f.id, f.warmUp(n)),
-      await sample(sides.new, f.id, f.warmUp(n)),
+      await sides.old.sample(f.id, f.warmUp(n)),
+      await sides.new.sample(f.id, f.warmUp(n)),
     ];
     const perCpuSecond = (warm[0]!.perCpuSecond + warm[1]!.perCpuSecond) / 2;
     figures.push({
@@ -231,7 +246,7 @@ export async function gatewayAgainst(
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? (["old", "new"] as const) : (["new", "old"] as const);
     for (const figure of figures) {
-      for (const who of order) figure[who].push(await sample(sides[who], figure.id, figure.calls));
+      for (const who of order) figure[who].push(await sides[who].sample(figure.id, figure.calls));
     }
     const at = (id: string) => {
       const f = figures.find((x) => x.id === id)!;
@@ -241,16 +256,16 @@ export async function gatewayAgainst(
       `  round ${round + 1}/${rounds} (${order[0]} first), new ÷ old per CPU-second: lock ${at("lock")}, push ${at("push")}, duplicate message ${at("duplicate.message")}, floor ${at("floor")}; load ${loadAverage()}`,
     );
   }
-  sides.old.check();
-  sides.new.check();
+  await sides.old.check();
+  await sides.new.check();
   return {
     command: about.command,
     provenance: about.provenance,
     ref,
-    commit: old.commit,
+    commit: sides.old.commit ?? ref,
     date: new Date(started).toISOString(),
     machine: `${os.cpus()[0]?.model.trim() ?? "?"}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`,
-    node: process.version,
+    node: sides.new.node,
     loadAtStart,
     loadAtEnd: loadAverage(),
     seconds: (Date.now() - started) / 1000,

@@ -16,17 +16,19 @@
  * transaction report) instead. Every file written names the commit the run measured and
  * whether the tree had uncommitted changes (bench/provenance.ts).
  * --in-flight runs no scale run unless `scale` is named.
- * --only takes backend names (below), `scale`, `gateway`, `telemetry` and `transaction`; a
- * backend's name also selects its scale run (redis, postgres, memory). `transaction` is
- * lockInTransaction against lock() plus its own transaction on every SQL dialect
- * (bench/transaction.ts; `npm run bench:transaction` is `--only transaction`).
+ * --only takes backend names (below), `scale`, `gateway`, `telemetry`, `transaction` and
+ * `once`; a backend's name also selects its scale run (redis, postgres, memory). `transaction`
+ * is lockInTransaction against lock() plus its own transaction on every SQL dialect
+ * (bench/transaction.ts; `npm run bench:transaction` is `--only transaction`). `once` is a
+ * once() duplicate (a 1,002-byte result replayed) against a lock() duplicate on InMemoryLock,
+ * Redis and PostgreSQL (bench/once.ts), a section and a target of the report.
  *
  *   npm run bench -- --only gateway --against <git-ref> [--quick] [--out FILE.md]
  *
  * --against compares the gateway section of two builds: the working tree's and <git-ref>'s
- * (its src/ bundled the same way against the same node_modules, bench/published-build.ts), in
- * one process, every figure timed for both back to back, the order swapped each round
- * (bench/gateway-against.ts). It prints each figure for both and new ÷ old per CPU-second,
+ * (its src/ bundled the same way against the same node_modules, bench/published-build.ts),
+ * each in a process of its own (bench/gateway-side.ts), every figure timed for both back to
+ * back, the order swapped each round (bench/gateway-against.ts). It prints each figure for both and new ÷ old per CPU-second,
  * median [min–max] over the rounds, read by judge() (bench/comparison.ts): slower beyond noise
  * only when every round is; a control (the bench's own code on both sides) shows the run's
  * noise. It writes --out FILE.md when given, never BENCHMARKS.md. About 1.5 minutes at full
@@ -45,6 +47,8 @@ import { scaleChart, throughputChart } from "./chart.js";
 import { renderComparison } from "./comparison.js";
 import { gatewayBench } from "./gateway.js";
 import { gatewayAgainst } from "./gateway-against.js";
+import { onceBench } from "./once.js";
+import { onceSection } from "./once-report.js";
 import { provenanceLine, readProvenance } from "./provenance.js";
 import { type RunResult, renderMarkdown } from "./report.js";
 import {
@@ -127,6 +131,7 @@ function parseArgs(argv: string[]) {
     "gateway",
     "telemetry",
     "transaction",
+    "once",
   ]);
   for (const n of only ?? []) {
     if (!names.has(n))
@@ -151,7 +156,7 @@ if (args.help) {
   console.log(
     "npm run bench -- [--quick | --smoke] [--only a,b] [--repeat N] [--in-flight 1,16] [--out FILE.md]\n" +
       "npm run bench -- --only gateway --against <git-ref> [--quick | --smoke] [--out FILE.md]\n" +
-      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, telemetry, transaction`,
+      `names: ${BACKENDS.map((b) => b.id).join(", ")}, scale, gateway, telemetry, transaction, once`,
   );
   process.exit(0);
 }
@@ -230,9 +235,13 @@ const estimate =
   // Three dialects, two contenders; the full run takes twice the rounds.
   (selected("transaction")
     ? 3 * 2 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
+    : 0) +
+  // Three stores, two contenders; the full run takes twice the rounds.
+  (selected("once")
+    ? 3 * 2 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
     : 0);
 progress(
-  `${provenanceText.replace(/\*\*/g, "")}\n${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}${selected("transaction") ? "; transaction" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
+  `${provenanceText.replace(/\*\*/g, "")}\n${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}${selected("transaction") ? "; transaction" : ""}${selected("once") ? "; once" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
 );
 
 /** One pass over the selection: the gateway, every backend, the scale runs. */
@@ -290,6 +299,17 @@ async function measure(pass: number): Promise<RunResult> {
       writeFileSync(file, markdown);
       progress(`wrote ${relative(process.cwd(), file)}`);
     }
+  }
+
+  if (selected("once")) {
+    progress(
+      "once: a once() duplicate against a lock() duplicate, InMemoryLock, Redis, PostgreSQL",
+    );
+    // The ratio sits near 1: the full run takes twice the rounds to keep it steady.
+    const rounds = args.size === "full" ? 2 * settings.rounds : settings.rounds;
+    const { run: once, failed } = await onceBench({ ...settings, rounds });
+    if (failed) failures++;
+    run.once = once;
   }
 
   for (const [index, bench] of backends.entries()) {
@@ -399,13 +419,16 @@ const run: RunResult = {
 if (out !== undefined) {
   const dir = dirname(out);
   mkdirSync(dir, { recursive: true });
-  const throughputFile = sideFile("throughput.svg")!;
-  mkdirSync(dirname(throughputFile), { recursive: true });
-  writeFileSync(
-    throughputFile,
-    throughputChart(run.backends, settings.concurrency, provenanceText),
-  );
-  run.charts.throughput = relative(dir, throughputFile);
+  // A run of no backend (--only once, gateway, …) has no throughput to chart.
+  if (run.backends.length > 0) {
+    const throughputFile = sideFile("throughput.svg")!;
+    mkdirSync(dirname(throughputFile), { recursive: true });
+    writeFileSync(
+      throughputFile,
+      throughputChart(run.backends, settings.concurrency, provenanceText),
+    );
+    run.charts.throughput = relative(dir, throughputFile);
+  }
   if (run.scales.length > 0) {
     const scaleFile = sideFile("scale.svg")!;
     writeFileSync(scaleFile, scaleChart(run.scales, provenanceText));
@@ -420,6 +443,8 @@ if (out !== undefined) {
   scaleChart(run.scales, provenanceText);
   const targets = text.split("\n## ")[1] ?? "";
   console.log(`${provenanceText}\n\n## ${targets.trim()}`);
+  // The once() section too, as the transaction report is printed: nowhere else to read it.
+  if (run.once) console.log(`\n${onceSection(run.once).join("\n")}`);
 }
 progress(
   `done in ${run.seconds.toFixed(0)} s, load ${run.loadAtEnd}${failures ? `; ${failures} part(s) FAILED` : ""}`,

@@ -1,5 +1,6 @@
 /** BENCHMARKS.md from one run's results: the targets first, then every table. */
 import type { GatewayResult, SurfacePathResult } from "./gateway.js";
+import { type OnceRun, onceSection, onceTarget } from "./once-report.js";
 import { type Provenance, provenanceLine } from "./provenance.js";
 import {
   fmtMs,
@@ -34,6 +35,8 @@ export interface RunResult {
   telemetry?: TelemetryResult;
   /** lockInTransaction ÷ lock() + its own transaction, per SQL dialect and concurrency. */
   transaction?: TransactionRatio[];
+  /** once() duplicates against lock() duplicates, per store and in-flight count. */
+  once?: OnceRun;
   charts: { throughput?: string; scale?: string };
   /** With --repeat N: every pass, this run being the last. */
   repeats?: RunResult[];
@@ -344,6 +347,7 @@ export function targets(run: RunResult): Target[] {
           "atLeast",
         ),
   );
+  out.push(onceTarget(run.once));
   // Every ratio above that has a spread: how far its rounds stray from their median.
   const widths: Array<[string, number]> = [];
   for (const b of run.backends) {
@@ -605,6 +609,7 @@ export function renderMarkdown(run: RunResult): string {
     );
   }
   if (run.telemetry) lines.push(...telemetrySection(run.telemetry));
+  if (run.once) lines.push(...onceSection(run.once));
   return `${lines.join("\n").trimEnd()}\n`;
 }
 

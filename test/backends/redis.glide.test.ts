@@ -1,8 +1,9 @@
 // RedisLock through GLIDE (@valkey/valkey-glide), checked from outside GLIDE. Powertools'
 // issue #5716: GLIDE silently dropped options an adapter passed in a shape it did not read, so
 // de-duplication was quietly off while every call "succeeded". Here each verb made through
-// GLIDE (claim, complete, release), on one server and on a Redis Cluster, is judged by reading
-// the raw record and its expiry with a separate plain client (ioredis), never through GLIDE.
+// GLIDE (claim, complete, release, and a fingerprint and result with them), on one server and on
+// a Redis Cluster, is judged by reading the raw record and its expiry with a separate plain
+// client (ioredis), never through GLIDE.
 import { randomBytes } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { Redis as IoRedis } from "ioredis";
@@ -84,6 +85,41 @@ function describeGlideWrites(
       // The released claim cannot complete; a new claim wins at once with the next fence.
       expect(await lock.complete(claim)).toBe(false);
       expect(won(await lock.claim("released", LEASE_MS)).fencingId).toBe(claim.fencingId + 2);
+    });
+
+    it("a fingerprint and a result land in the hash, and claims through GLIDE answer them", async () => {
+      const { glide, plain } = clients();
+      const p = prefix();
+      const lock = new RedisLock({ client: glide, ttlMs: TTL_MS, prefix: p });
+      const claim = won(await lock.claim("fields", LEASE_MS, { fingerprint: "sha256:é" }));
+      expect((await raw(plain, `${p}fields`)).hash.fingerprint).toBe("sha256:é");
+      expect(await lock.claim("fields", LEASE_MS)).toEqual({
+        status: "held",
+        leaseExpiresAt: claim.leaseExpiresAt,
+        fingerprint: "sha256:é",
+      });
+      const result = 'r:{"a":"中😀\u2028"}';
+      expect(await lock.complete(claim, result)).toBe(true);
+      const record = await raw(plain, `${p}fields`);
+      expect(record.hash).toMatchObject({ state: "done", fingerprint: "sha256:é", result });
+      expect(record.expireAt).toBe(Number(record.hash.expiresAt));
+      expect(await lock.claim("fields", LEASE_MS)).toEqual({
+        status: "done",
+        fingerprint: "sha256:é",
+        result,
+      });
+      // A nil field within GLIDE's array reply (no fingerprint, a result; and the reverse).
+      const resultOnly = won(await lock.claim("result-only", LEASE_MS));
+      await lock.complete(resultOnly, "u:");
+      expect(await lock.claim("result-only", LEASE_MS)).toEqual({ status: "done", result: "u:" });
+      const printOnly = won(await lock.claim("print-only", LEASE_MS, { fingerprint: "f" }));
+      await lock.complete(printOnly);
+      expect(await lock.claim("print-only", LEASE_MS)).toEqual({
+        status: "done",
+        fingerprint: "f",
+      });
+      expect(await lock.inspect("print-only")).toMatchObject({ state: "done", fingerprint: "f" });
+      expect(await lock.inspect("print-only")).not.toHaveProperty("result");
     });
   });
 }

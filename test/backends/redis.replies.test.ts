@@ -1,11 +1,18 @@
 // How RedisLock reads each script's reply, over a stub client: the integer replies the scripts
-// give, and anything else refused as a BackendError naming the call and the key.
+// give, the tagged ones of a record with a fingerprint or a result, and anything else refused
+// as a BackendError naming the call and the key. And what it sends: the arguments a call gives,
+// checked on the public methods, passed as they are by the trusted port.
 import { describe, expect, it } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
+import { trustedPort } from "../../src/core/trusted-port.js";
 import { BackendError } from "../../src/index.js";
 
+/** The script arguments (ARGV) of each call the stub was sent. */
+let sent: string[][] = [];
+
 function backendAnswering(reply: unknown): RedisLock {
-  const answer = async () => {
+  const answer = async (_sha: string, _keys: number, _key: string, ...args: string[]) => {
+    sent.push(args);
     if (reply instanceof Error) throw reply;
     return reply;
   };
@@ -27,6 +34,115 @@ describe("RedisLock reading script replies", () => {
     });
   });
 
+  it("reads the tagged answers of a record with a fingerprint or a result", async () => {
+    const at = 1_700_000_000_000;
+    expect(await backendAnswering(["held", at, "fp"]).claim("k", 1_000)).toEqual({
+      status: "held",
+      leaseExpiresAt: at,
+      fingerprint: "fp",
+    });
+    const both = ["done", "fingerprint", "fp", "result", "r:1"];
+    expect(await backendAnswering(both).claim("k", 1_000)).toEqual({
+      status: "done",
+      fingerprint: "fp",
+      result: "r:1",
+    });
+    // Each field comes as a name-value pair, only when stored; the empty result is one.
+    const fpOnly = await backendAnswering(["done", "fingerprint", "fp"]).claim("k", 1_000);
+    expect(fpOnly).toEqual({ status: "done", fingerprint: "fp" });
+    expect(fpOnly).not.toHaveProperty("result");
+    const resultOnly = await backendAnswering(["done", "result", ""]).claim("k", 1_000);
+    expect(resultOnly).toEqual({ status: "done", result: "" });
+    expect(resultOnly).not.toHaveProperty("fingerprint");
+    // GLIDE with a bytes decoder answers Buffers for the strings.
+    const bytes = ["done", "result", "r:é"].map((t) => Buffer.from(t));
+    expect(await backendAnswering(bytes).claim("k", 1_000)).toEqual({
+      status: "done",
+      result: "r:é",
+    });
+  });
+
+  it("reads inspect's record, with or without its fields", async () => {
+    const row = [5, "done", 7, 3, 9];
+    expect(await backendAnswering([5]).inspect("k")).toBeUndefined();
+    const bare = { key: "k", state: "done", fencingId: 7, leaseExpiresAt: 3, expiresAt: 9, now: 5 };
+    const plain = await backendAnswering(row).inspect("k");
+    expect(plain).toEqual(bare);
+    expect(Object.keys(plain ?? {})).not.toContain("fingerprint");
+    const fields = [...row, "fingerprint", "fp", "result", "r:1"];
+    expect(await backendAnswering(fields).inspect("k")).toEqual({
+      ...bare,
+      fingerprint: "fp",
+      result: "r:1",
+    });
+    expect(await backendAnswering([...row, "result", ""]).inspect("k")).toEqual({
+      ...bare,
+      result: "",
+    });
+    for (const reply of [
+      [...row, "fingerprint"],
+      [...row, "other", "x"],
+      [...row, "result", 1],
+      [...row, "result", "a", "result", "b"],
+    ]) {
+      await expect(backendAnswering(reply).inspect("k")).rejects.toBeInstanceOf(BackendError);
+    }
+  });
+
+  it("sends a fingerprint or a result only when the call gives one", async () => {
+    const backend = backendAnswering(1);
+    sent = [];
+    await backend.claim("k", 1_000).catch(() => {});
+    await backend.claim("k", 1_000, {}).catch(() => {});
+    await backend.claim("k", 1_000, { fingerprint: undefined }).catch(() => {});
+    await backend.claim("k", 1_000, { fingerprint: "fp" }).catch(() => {});
+    await backend.complete(claim);
+    await backend.complete(claim, "");
+    await backend.complete(claim, "r:1");
+    // claim sends leaseMs, ttlMs, token (+ fingerprint); complete fencingId, ttlMs (+ result).
+    const given = sent.map((args, i) => args.slice(i < 4 ? 3 : 2));
+    expect(given).toEqual([[], [], [], ["fp"], [], [""], ["r:1"]]);
+    expect(sent.map((args) => args.length)).toEqual([3, 3, 3, 4, 2, 3, 3]);
+  });
+
+  it("checks a direct caller's fingerprint and result before any I/O", async () => {
+    const backend = backendAnswering(1);
+    sent = [];
+    const refused = { code: "INVALID_CONFIGURATION" };
+    for (const options of ["fp", null, 7, { fingerprint: "" }, { fingerprint: 7 }]) {
+      await expect(backend.claim("k", 1_000, options as never)).rejects.toMatchObject(refused);
+    }
+    await expect(
+      backend.claim("k", 1_000, { fingerprint: "x".repeat(1_025) }),
+    ).rejects.toMatchObject(refused);
+    await expect(backend.claim("k", 1_000, { fingerprint: "a\0b" })).rejects.toMatchObject(refused);
+    for (const result of [7, null, "a\0b", "\ud800", "x".repeat(16 * 1024 * 1024 + 1)]) {
+      await expect(backend.complete(claim, result as never)).rejects.toMatchObject(refused);
+    }
+    // 16 MiB of UTF-8 bytes, not of UTF-16 units: 2-byte characters reach it at half the length.
+    await expect(backend.complete(claim, "é".repeat(8 * 1024 * 1024 + 1))).rejects.toThrow(
+      /at most 16777216 UTF-8 bytes/,
+    );
+    expect(sent).toEqual([]);
+    await expect(backend.complete(claim, "x".repeat(16 * 1024 * 1024))).resolves.toBe(true);
+    expect(sent).toHaveLength(1);
+  });
+
+  it("the trusted port passes the fingerprint and the result through as given", async () => {
+    const backend = backendAnswering(1);
+    const port = trustedPort(backend);
+    expect(port).not.toBe(backend);
+    sent = [];
+    await port.claim("k", 1_000, { fingerprint: "fp" }).catch(() => {});
+    await port.claim("k", 1_000).catch(() => {});
+    await port.complete(claim, "r:1");
+    await port.complete(claim);
+    const given = sent.map((args, i) => args.slice(i < 2 ? 3 : 2));
+    expect(given).toEqual([["fp"], [], ["r:1"], []]);
+    expect(sent[0]?.slice(0, 2)).toEqual(["1000", String(backend.ttlMs)]);
+    expect(sent[2]?.slice(0, 2)).toEqual(["7", String(backend.ttlMs)]);
+  });
+
   it("reads 1 / 0 from complete, release and renew", async () => {
     expect(await backendAnswering(1).complete(claim)).toBe(true);
     expect(await backendAnswering(0).complete(claim)).toBe(false);
@@ -41,6 +157,12 @@ describe("RedisLock reading script replies", () => {
     ["a fraction", 1.5, "claim"],
     ["a string", "0", "claim"],
     ["a pair of strings", ["1", "2"], "claim"],
+    ["a held answer without its fingerprint", ["held", 5, null], "claim"],
+    ["a held answer with a time of 0", ["held", 0, "fp"], "claim"],
+    ["a done answer with a number for a field", ["done", "result", 1], "claim"],
+    ["a done answer with a name but no value", ["done", "fingerprint"], "claim"],
+    ["a done answer with an unknown field", ["done", "other", "x"], "claim"],
+    ["an unknown tag", ["won", "fingerprint", "r"], "claim"],
     ["a 2 from complete", 2, "complete"],
     ["an array from renew", [1, 2], "renew"],
     ["nothing from release", null, "release"],

@@ -1,6 +1,8 @@
 // RedisLock beyond the contract (that is redis.contract.test.ts): the stored hash and its
-// expiry, integer exactness, the server clock, fencing, script errors and SCRIPT FLUSH, one
-// EVALSHA per verb, connection errors, option validation, and keys spread over a Cluster.
+// expiry, integer exactness, the server clock, fencing, script errors and SCRIPT FLUSH, the
+// fingerprint and result fields of the hash (and once() over them), one EVALSHA per verb with
+// the arguments it always had, connection errors, option validation, and keys spread over a
+// Cluster.
 import { randomBytes } from "node:crypto";
 import { Cluster, Redis } from "ioredis";
 import { createClient } from "redis";
@@ -8,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock, type RedisScriptClient } from "../../src/backends/redis/index.js";
 import { MAX_LEASE_MS, MAX_TTL_MS } from "../../src/core/constants.js";
 import type { Claim } from "../../src/core/port.js";
+import { trustedPort } from "../../src/core/trusted-port.js";
+import { once, PayloadMismatch } from "../../src/index.js";
 import { won } from "../support/claims.js";
 import { freePort } from "../support/net.js";
 import {
@@ -24,6 +28,7 @@ const server = await startOrSkip("Redis", findOrStartRedis);
 const prefix = () => `idem-test:${randomBytes(6).toString("hex")}:`;
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 const LEASE_MS = 50;
+const silent = { info() {}, warn() {}, error() {} };
 
 describe.skipIf(!server)("RedisLock", () => {
   const url = server?.url ?? "redis://127.0.0.1:6379";
@@ -140,6 +145,174 @@ describe.skipIf(!server)("RedisLock", () => {
         expect(await lock.complete(claim)).toBe(true);
         expect(await lock.claim("flush", 10_000)).toEqual({ status: "done" });
       });
+
+      it("stores a claim's fingerprint and complete's result in the hash, and answers them", async () => {
+        const p = prefix();
+        const lock = new RedisLock({ client, ttlMs: 10_000, prefix: p });
+        expect(lock.supports).toEqual({
+          results: true,
+          fingerprints: true,
+          maxResultBytes: 16 * 1024 * 1024,
+        });
+        const claim = won(await lock.claim("f", 10_000, { fingerprint: "sha256:abc" }));
+        expect(await io.hget(`${p}f`, "fingerprint")).toBe("sha256:abc");
+        // held answers the holder's fingerprint, and a held claim writes none of its own.
+        expect(await lock.claim("f", 10_000, { fingerprint: "other" })).toEqual({
+          status: "held",
+          leaseExpiresAt: claim.leaseExpiresAt,
+          fingerprint: "sha256:abc",
+        });
+        expect(await io.hget(`${p}f`, "fingerprint")).toBe("sha256:abc");
+        const result = 'r:{"total":99.5,"note":"a \\"q\\" é 中 😀 \u2028\n"}';
+        expect(await lock.complete(claim, result)).toBe(true);
+        const done = await io.hgetall(`${p}f`);
+        expect(done).toMatchObject({ state: "done", fingerprint: "sha256:abc", result });
+        expect(await io.pexpiretime(`${p}f`)).toBe(Number(done.expiresAt));
+        expect(await lock.claim("f", 10_000)).toEqual({
+          status: "done",
+          fingerprint: "sha256:abc",
+          result,
+        });
+        // A retried complete (complete.retried) writes no result over the stored one.
+        expect(await lock.complete(claim, "r:2")).toBe(true);
+        expect(await io.hget(`${p}f`, "result")).toBe(result);
+        expect(await lock.inspect("f")).toMatchObject({
+          state: "done",
+          fingerprint: "sha256:abc",
+          result,
+        });
+
+        // Either field alone, and the empty result (a result, not none).
+        const onlyPrint = won(await lock.claim("fp-only", 10_000, { fingerprint: "p" }));
+        expect(await lock.complete(onlyPrint)).toBe(true);
+        expect(await io.hexists(`${p}fp-only`, "result")).toBe(0);
+        expect(await lock.claim("fp-only", 10_000)).toEqual({ status: "done", fingerprint: "p" });
+        const onlyResult = won(await lock.claim("r-only", 10_000));
+        expect(await lock.complete(onlyResult, "")).toBe(true);
+        expect(await lock.claim("r-only", 10_000)).toEqual({ status: "done", result: "" });
+        const onlyResultRecord = await lock.inspect("r-only");
+        expect(onlyResultRecord).toMatchObject({ state: "done", result: "" });
+        expect(onlyResultRecord).not.toHaveProperty("fingerprint");
+        // Neither: the answers and the hash of before fingerprints and results.
+        const plain = won(await lock.claim("plain", 10_000));
+        expect(await lock.claim("plain", 10_000)).toEqual({
+          status: "held",
+          leaseExpiresAt: plain.leaseExpiresAt,
+        });
+        expect(await lock.complete(plain)).toBe(true);
+        expect(Object.keys(await io.hgetall(`${p}plain`)).sort()).toEqual([
+          "expiresAt",
+          "fencingId",
+          "leaseExpiresAt",
+          "state",
+          "token",
+        ]);
+        expect(await lock.claim("plain", 10_000)).toEqual({ status: "done" });
+        expect(Object.keys((await lock.inspect("plain")) ?? {}).sort()).toEqual([
+          "expiresAt",
+          "fencingId",
+          "key",
+          "leaseExpiresAt",
+          "now",
+          "state",
+        ]);
+      });
+
+      it("every win replaces the fingerprint and deletes the result", async () => {
+        const p = prefix();
+        const lock = new RedisLock({ client, ttlMs: 10_000, prefix: p });
+        // claim.lapsed: the new claim's fingerprint, or none.
+        const first = won(await lock.claim("l", LEASE_MS, { fingerprint: "a" }));
+        const other = won(await lock.claim("l2", LEASE_MS, { fingerprint: "a" }));
+        await sleep(LEASE_MS + 20);
+        expect(won(await lock.claim("l", 10_000, { fingerprint: "b" })).fencingId).toBe(
+          first.fencingId + 1,
+        );
+        expect(await io.hget(`${p}l`, "fingerprint")).toBe("b");
+        expect(won(await lock.claim("l2", 10_000)).fencingId).toBe(other.fencingId + 1);
+        expect(await io.hexists(`${p}l2`, "fingerprint")).toBe(0);
+        // An empty fingerprint argument (only the trusted port lets one through) is none.
+        won(await trustedPort(lock).claim("empty", 10_000, { fingerprint: "" }));
+        expect(await io.hexists(`${p}empty`, "fingerprint")).toBe(0);
+        expect((await lock.claim("l2", 10_000, { fingerprint: "a" })).status).toBe("held");
+        expect(await lock.claim("l2", 10_000, { fingerprint: "a" })).not.toHaveProperty(
+          "fingerprint",
+        );
+
+        // claim.expired: a done record past its expiresAt that Redis has not deleted yet (here
+        // written by hand with a later expiry); the win keeps neither its result nor its print.
+        const [seconds, micros] = await io.time();
+        const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+        for (const [name, fingerprint] of [
+          ["x", undefined],
+          ["y", "new"],
+        ] as const) {
+          await io.hset(`${p}${name}`, {
+            state: "done",
+            fencingId: "7",
+            leaseExpiresAt: String(now - 2_000),
+            expiresAt: String(now - 1_000),
+            token: "t",
+            fingerprint: "old",
+            result: "r:1",
+          });
+          await io.pexpire(`${p}${name}`, 10_000);
+          const claim = won(
+            await lock.claim(name, 10_000, fingerprint === undefined ? undefined : { fingerprint }),
+          );
+          expect(claim.fencingId).toBe(8);
+          const record = await io.hgetall(`${p}${name}`);
+          expect(record.state).toBe("claimed");
+          expect(record).not.toHaveProperty("result");
+          expect(record.fingerprint).toBe(fingerprint);
+          expect(await io.pexpiretime(`${p}${name}`)).toBe(claim.leaseExpiresAt + 10_000);
+          // Completed without a result, it answers none of the old one.
+          expect(await lock.complete(claim)).toBe(true);
+          expect(await lock.claim(name, 10_000)).toEqual(
+            fingerprint === undefined ? { status: "done" } : { status: "done", fingerprint },
+          );
+        }
+      });
+
+      it("once() replays the result stored with the record; a new record runs the body again", async () => {
+        const p = prefix();
+        const backend = new RedisLock({ client, ttlMs: 300, prefix: p });
+        const options = { backend, leaseMs: 10_000, logger: silent, telemetry: false };
+        let runs = 0;
+        const body = async () => {
+          runs += 1;
+          return { orderId: "o-1", total: 12.5, lines: [{ sku: "é😀", n: runs }] };
+        };
+        const first = await once("o", { ...options, fingerprint: "p1" }, body);
+        expect(first).toEqual({ orderId: "o-1", total: 12.5, lines: [{ sku: "é😀", n: 1 }] });
+        expect(await once("o", { ...options, fingerprint: "p1" }, body)).toEqual(first);
+        expect(runs).toBe(1);
+        const stored = await io.hgetall(`${p}o`);
+        expect(stored).toMatchObject({ state: "done", fingerprint: "p1" });
+        expect(stored.result?.startsWith("r:")).toBe(true);
+        await expect(once("o", { ...options, fingerprint: "p2" }, body)).rejects.toBeInstanceOf(
+          PayloadMismatch,
+        );
+        // Past its ttl Redis deleted the record: the next once runs and stores its own result.
+        await sleep(400);
+        expect(await once("o", options, body)).toEqual({ ...first, lines: [{ sku: "é😀", n: 2 }] });
+        expect(await io.hexists(`${p}o`, "fingerprint")).toBe(0);
+        expect(runs).toBe(2);
+      });
+
+      it("keeps a large multi-byte result exactly as given", async () => {
+        const p = prefix();
+        const lock = new RedisLock({ client, ttlMs: 10_000, prefix: p });
+        // 3.25 MiB of UTF-8: 1-, 2-, 3- and 4-byte characters (U+2028 among them), which the
+        // script argument, Lua's strings and the client's decoding must pass as they are.
+        const result = `r:${"aé中😀\u2028".repeat(256 * 1024)}`;
+        const claim = won(await lock.claim("big", 10_000, { fingerprint: "f" }));
+        expect(await lock.complete(claim, result)).toBe(true);
+        expect(await io.hstrlen(`${p}big`, "result")).toBe(Buffer.byteLength(result));
+        const done = await lock.claim("big", 10_000);
+        expect(done.status === "done" && done.result === result).toBe(true);
+        await io.del(`${p}big`);
+      });
     });
   }
 
@@ -160,7 +333,7 @@ describe.skipIf(!server)("RedisLock", () => {
       await own?.stop();
     });
     for (const [name] of redis.named) {
-      it(`${name}: each verb and each outcome costs exactly one EVALSHA after warm-up`, async () => {
+      it(`${name}: each verb and each outcome costs exactly one EVALSHA after warm-up, with a fingerprint or result only when given`, async () => {
         const client: RedisScriptClient = name === "ioredis" ? io : nr;
         const lock = new RedisLock({ client, ttlMs: 10_000, prefix: prefix() });
         // Warm the script cache so the count is the steady state.
@@ -194,11 +367,13 @@ describe.skipIf(!server)("RedisLock", () => {
           seen.length = 0;
           await op();
           await ping();
-          return seen.map((args) => args[0]?.toLowerCase());
+          // Each command, and how many script arguments it sent (EVALSHA sha 1 key ...ARGV).
+          return seen.map((args) => `${args[0]?.toLowerCase()} ${args.length - 4}`);
         };
         try {
           let claim: Claim | undefined;
-          const counts: Record<string, (string | undefined)[]> = {
+          let printed: Claim | undefined;
+          const counts: Record<string, string[]> = {
             claim: await count(async () => {
               claim = won(await lock.claim("rt", 10_000));
             }),
@@ -210,9 +385,33 @@ describe.skipIf(!server)("RedisLock", () => {
             }),
             complete: await count(() => lock.complete(claim!)),
             duplicate: await count(() => lock.claim("rt", 10_000)),
+            "claim with a fingerprint": await count(async () => {
+              printed = won(await lock.claim("rt-fp", 10_000, { fingerprint: "p" }));
+            }),
+            "held, answering the fingerprint": await count(() =>
+              lock.claim("rt-fp", 10_000, { fingerprint: "q" }),
+            ),
+            "complete with a result": await count(() => lock.complete(printed!, "r:1")),
+            "duplicate, answering fingerprint and result": await count(() =>
+              lock.claim("rt-fp", 10_000),
+            ),
+          };
+          // The arguments of before fingerprints and results, unless the call gives one.
+          const argv: Record<string, number> = {
+            claim: 3,
+            held: 3,
+            renew: 3,
+            release: 2,
+            reclaim: 3,
+            complete: 2,
+            duplicate: 3,
+            "claim with a fingerprint": 4,
+            "held, answering the fingerprint": 4,
+            "complete with a result": 3,
+            "duplicate, answering fingerprint and result": 3,
           };
           for (const [verb, commands] of Object.entries(counts)) {
-            expect({ verb, commands }).toEqual({ verb, commands: ["evalsha"] });
+            expect({ verb, commands }).toEqual({ verb, commands: [`evalsha ${argv[verb]}`] });
           }
         } finally {
           monitor.disconnect();

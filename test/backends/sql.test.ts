@@ -20,20 +20,33 @@ const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 const { postgres, mariadb, sqlite, pgPool, myPool, sqliteTarget, targets } = await openSqlStores();
 
-/** Each verb and outcome once on one key, in an order that reaches them all, each measured. */
-async function perVerb(b: SqlLock, measure: (run: () => Promise<unknown>) => Promise<number>) {
-  let claim = won(await b.claim("a", 60_000));
+/**
+ * Each verb and outcome once on one key, in an order that reaches them all, each measured;
+ * with `fields`, every claim gives the fingerprint and the complete stores the result.
+ */
+async function perVerb(
+  b: SqlLock,
+  measure: (run: () => Promise<unknown>) => Promise<number>,
+  fields: { fingerprint?: string; result?: string } = {},
+) {
+  const key = fields.fingerprint === undefined ? "a" : "a-with-fields";
+  const options =
+    fields.fingerprint === undefined ? undefined : { fingerprint: fields.fingerprint };
+  let claim = won(await b.claim(key, 60_000, options));
   return {
-    held: await measure(() => b.claim("a", 60_000)),
+    held: await measure(() => b.claim(key, 60_000, options)),
     renew: await measure(() => b.renew(claim, 60_000)),
     release: await measure(() => b.release(claim)),
     claim: await measure(async () => {
-      claim = won(await b.claim("a", 60_000));
+      claim = won(await b.claim(key, 60_000, options));
     }),
-    complete: await measure(() => b.complete(claim)),
-    duplicate: await measure(() => b.claim("a", 60_000)),
+    complete: await measure(() => b.complete(claim, fields.result)),
+    duplicate: await measure(() => b.claim(key, 60_000, options)),
   };
 }
+
+/** A fingerprint and a result for perVerb: the same statements carry them. */
+const FIELDS = { fingerprint: "fp-1", result: 'r:{"orderId":"o-1"}' };
 
 /**
  * A claim of a lapsed record (so it must write) blocked behind `lockRow` on `blocker`, its
@@ -128,6 +141,77 @@ for (const target of targets) {
       expect(won(await b!.claim(`${base}b`, 60_000)).key).toBe(`${base}b`);
     });
 
+    it("a win writes its fingerprint (none clears it) and clears the result; done and held answer them", async () => {
+      const [b] = await target.make(150);
+      const first = won(await b!.claim("k", 60_000, { fingerprint: "fp-a" }));
+      expect(await b!.claim("k", 60_000)).toStrictEqual({
+        status: "held",
+        leaseExpiresAt: first.leaseExpiresAt,
+        fingerprint: "fp-a",
+      });
+      expect(await b!.renew(first, 60_000)).toBe(true);
+      expect(await b!.complete(first, "r:1")).toBe(true);
+      const done = { status: "done", fingerprint: "fp-a", result: "r:1" };
+      expect(await b!.claim("k", 60_000, { fingerprint: "fp-b" })).toStrictEqual(done);
+      // A retried complete writes nothing, its result neither.
+      expect(await b!.complete(first, "r:other")).toBe(true);
+      expect(await b!.claim("k", 60_000)).toStrictEqual(done);
+      expect(await b!.inspect("k")).toMatchObject({
+        state: "done",
+        fingerprint: "fp-a",
+        result: "r:1",
+      });
+      // Past the ttl: a win without a fingerprint leaves neither field behind.
+      await sleep(200);
+      const second = won(await b!.claim("k", 60_000));
+      expect(await b!.claim("k", 60_000, { fingerprint: "fp-c" })).toStrictEqual({
+        status: "held",
+        leaseExpiresAt: second.leaseExpiresAt,
+      });
+      expect(await b!.complete(second)).toBe(true);
+      expect(await b!.claim("k", 60_000)).toStrictEqual({ status: "done" });
+      const bare = await b!.inspect("k");
+      expect(bare).not.toHaveProperty("fingerprint");
+      expect(bare).not.toHaveProperty("result");
+    });
+
+    it("release keeps the fingerprint, the next win replaces it; completeInTransaction stores no result", async () => {
+      const [b] = await target.make(60_000);
+      const lapsing = won(await b!.claim("r", 30, { fingerprint: "fp-x" }));
+      await b!.release(lapsing);
+      expect(await b!.inspect("r")).toMatchObject({ state: "claimed", fingerprint: "fp-x" });
+      const next = won(await b!.claim("r", 60_000, { fingerprint: "fp-y" }));
+      expect(next.fencingId).toBe(lapsing.fencingId + 2);
+      expect(await b!.inspect("r")).toMatchObject({ fingerprint: "fp-y" });
+      const tx = await b!.completeInTransaction(next, async () => "value");
+      expect(tx).toEqual({ completed: true, value: "value" });
+      expect(await b!.claim("r", 60_000)).toStrictEqual({ status: "done", fingerprint: "fp-y" });
+    });
+
+    it("a result of supports.maxResultBytes is kept whole; one byte more is refused before any I/O", async () => {
+      const [b] = await target.make(60_000);
+      const max = b!.supports.maxResultBytes;
+      expect(b!.supports).toEqual({ results: true, fingerprints: true, maxResultBytes: max });
+      // The largest key and fingerprint too: the statement and the row at their largest.
+      const key = "k".repeat(1024);
+      const fingerprint = "f".repeat(1024);
+      const result = `r:"${"é".repeat((max - 4) / 2)}"`;
+      expect(Buffer.byteLength(result)).toBe(max);
+      const claim = won(await b!.claim(key, 60_000, { fingerprint }));
+      await expect(b!.complete(claim, `${result}x`)).rejects.toThrow(
+        new RegExp(`at most ${max} UTF-8 bytes`),
+      );
+      await expect(b!.complete(claim, "a\u0000b")).rejects.toThrow(InvalidConfiguration);
+      await expect(b!.claim(key, 60_000, { fingerprint: "" })).rejects.toThrow(
+        InvalidConfiguration,
+      );
+      await expect(b!.claim(key, 60_000, null as never)).rejects.toThrow(InvalidConfiguration);
+      expect(await b!.complete(claim, result)).toBe(true);
+      const done = await b!.claim(key, 60_000);
+      expect(done).toMatchObject({ status: "done", fingerprint });
+      expect((done as { result?: string }).result === result).toBe(true);
+    }, 60_000);
+
     it("purgeExpired deletes in batches and counts every row", async () => {
       const [b] = await target.make(1);
       const claims: Claim[] = [];
@@ -218,6 +302,8 @@ describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
     const counts = await perVerb(b, count);
     console.info(`[sql tests] postgres statements per verb: ${JSON.stringify(counts)}`);
     expect(counts).toEqual({ held: 1, renew: 1, release: 1, claim: 1, complete: 1, duplicate: 1 });
+    // A fingerprint and a result ride in the same statements.
+    expect(await perVerb(b, count, FIELDS)).toEqual(counts);
   });
 
   it("works over a single pg Client too, and exposes its DDL", async () => {
@@ -264,7 +350,7 @@ function statementName(sql: string): string {
     ["insert", "INSERT IGNORE"],
     ["reclaim", "lease_expires_at = ?,"],
     ["upsert", "ON DUPLICATE KEY UPDATE"],
-    ["select", "SELECT state, fencing_id, lease_expires_at, token FROM"],
+    ["select", "SELECT state, fencing_id, lease_expires_at, token, fingerprint, result FROM"],
   ];
   return phrases.find(([, phrase]) => sql.includes(phrase))?.[0] ?? "other";
 }
@@ -273,7 +359,7 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
   it("counts statements per verb", async () => {
     let sent = 0;
     const counting = {
-      execute: (sql: string, values: Array<string | number | Buffer>) => {
+      execute: (sql: string, values: Array<string | number | Buffer | null>) => {
         sent++;
         return myPool!.execute(sql, values);
       },
@@ -290,6 +376,8 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
     console.info(`[sql tests] mysql statements per verb: ${JSON.stringify(counts)}`);
     // A live record is answered by the read alone; a claim is that read plus one write.
     expect(counts).toEqual({ held: 1, renew: 1, release: 1, claim: 2, complete: 1, duplicate: 1 });
+    // A fingerprint and a result ride in the same statements.
+    expect(await perVerb(b, count, FIELDS)).toEqual(counts);
   });
 
   it("a record that appears or moves on between the read and the write: the upsert decides", async () => {
@@ -299,7 +387,7 @@ describe.skipIf(!mariadb)("SqlLock mysql: round trips and failures", () => {
     // After each peek, the rival claims the same key first, as a racing process would.
     const sent: string[] = [];
     const racing = {
-      execute: async (sql: string, values: Array<string | number | Buffer>) => {
+      execute: async (sql: string, values: Array<string | number | Buffer | null>) => {
         const name = statementName(sql);
         sent.push(name);
         const result = await myPool!.execute(sql, values);

@@ -4,19 +4,23 @@
   Implements these rows of the transition table (docs/state-machine.md; in TypeScript,
   src/core/transitions.ts), named as there:
     absent  | claim | —                     → claimed, won, fence = now in µs      [claim.absent]
-    claimed | claim | now < leaseExpiresAt  → held                                 [claim.held]
+    claimed | claim | now < leaseExpiresAt  → held (+ the stored fingerprint)      [claim.held]
     claimed | claim | now ≥ leaseExpiresAt  → claimed (new token), won, fence + 1  [claim.lapsed]
-    done    | claim | now < expiresAt       → done                                 [claim.done]
+    done    | claim | now < expiresAt       → done (+ stored fingerprint, result)  [claim.done]
     done    | claim | now ≥ expiresAt       → claimed, won, fence + 1              [claim.expired]
+  Every win (absent, lapsed, expired) stores this call's fingerprint, or none (an earlier one is
+  deleted), and deletes any stored result (docs/state-machine.md, the record's fields). A held
+  or done answer writes nothing.
   claim.own needs no script: a script runs whole, so no claim is retried after its write.
   purge.expired is Redis's own: every write sets PEXPIREAT at the record's expiresAt.
 
   Input:
     KEYS[1]  the record's key (prefix + idempotency key); the only key touched, so Cluster-safe
-    ARGV[1]  leaseMs  the lease to grant, whole milliseconds
-    ARGV[2]  ttlMs    how long a done record suppresses duplicates, whole milliseconds
-    ARGV[3]  token    a random per-claim token, stored with the record
-    ARGV[4]  fingerprint  optional: stored with the record this call wins; absent, none
+    ARGV[1]  leaseMs      the lease to grant, whole milliseconds
+    ARGV[2]  ttlMs        how long a done record suppresses duplicates, whole milliseconds
+    ARGV[3]  token        a random per-claim token, stored with the record
+    ARGV[4]  fingerprint  optional: stored with the record this call wins; absent or empty:
+                          none (index.ts sends the 3 arguments of before when there is none)
 
   Output. A record without a fingerprint or result answers in integers only, so the common
   path parses no string and the two refusals no array:
@@ -24,9 +28,11 @@
     leaseExpiresAt                       held: a live holder owns it until then (epoch ms > 0)
     0                                    done: completed within its ttl
     {'held', leaseExpiresAt, fingerprint}  held, by a holder whose claim stored a fingerprint
-    {'done', fingerprint, result}        done, with what the record keeps ('' for none of one)
+    {'done', name, value, ...}           done, with what the record keeps: the pairs
+                                         'fingerprint', fp and 'result', result, each only when stored
   Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
-  Every win stores this call's fingerprint (or none) and drops any stored result.
+  One HMGET reads every field. Only a done record has a result, so a result is read for nothing
+  only between a done record's expiresAt and its deletion by PEXPIREAT, and goes back as stored.
 
   A new record's fence is the server's clock in µs, so it starts above every fence an earlier,
   deleted record of the key reached (each claim or release adds 1; a record lives at least its
@@ -43,6 +49,9 @@ local leaseMs = tonumber(ARGV[1])
 local ttlMs = tonumber(ARGV[2])
 local token = ARGV[3]
 local fingerprint = ARGV[4]
+if fingerprint == '' then
+  fingerprint = nil
+end
 local us = now_us()
 local now = math.floor(us / 1000)
 
@@ -53,7 +62,10 @@ if r[1] then
   if r[1] == 'done' then
     if now < tonumber(r[4]) then
       if r[5] or r[6] then
-        return {'done', r[5] or '', r[6] or ''}
+        local reply = {'done'}
+        if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end
+        if r[6] then table.insert(reply, 'result'); table.insert(reply, r[6]) end
+        return reply
       end
       return 0
     end
@@ -73,22 +85,30 @@ end
 local leaseExpiresAt = now + leaseMs
 -- A claimed record outlives any holder that could still be alive, keeping the fence meaningful.
 local expiresAt = leaseExpiresAt + ttlMs
-redis.call('HSET', key,
-  'state', 'claimed',
-  'fencingId', int(fence),
-  'leaseExpiresAt', int(leaseExpiresAt),
-  'expiresAt', int(expiresAt),
-  'token', token)
-if fingerprint then
-  redis.call('HSET', key, 'fingerprint', fingerprint)
-end
--- A win never keeps an earlier claim's fingerprint or an earlier run's result.
-if r[1] and (r[6] or (r[5] and not fingerprint)) then
+-- A win never keeps an earlier run's result, nor an earlier claim's fingerprint this call does
+-- not replace; a new record has neither (r[5] and r[6] are false).
+if r[6] or (r[5] and not fingerprint) then
   if fingerprint then
     redis.call('HDEL', key, 'result')
   else
     redis.call('HDEL', key, 'fingerprint', 'result')
   end
+end
+if fingerprint then
+  redis.call('HSET', key,
+    'state', 'claimed',
+    'fencingId', int(fence),
+    'leaseExpiresAt', int(leaseExpiresAt),
+    'expiresAt', int(expiresAt),
+    'token', token,
+    'fingerprint', fingerprint)
+else
+  redis.call('HSET', key,
+    'state', 'claimed',
+    'fencingId', int(fence),
+    'leaseExpiresAt', int(leaseExpiresAt),
+    'expiresAt', int(expiresAt),
+    'token', token)
 end
 redis.call('PEXPIREAT', key, int(expiresAt))
 return {fence, leaseExpiresAt}

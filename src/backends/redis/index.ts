@@ -214,8 +214,7 @@ export class RedisLock implements LockBackend {
     assertValidKey(key);
     const reply = await this.call("inspect", key, INSPECT, []);
     if (Array.isArray(reply)) {
-      const [now, state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result] =
-        reply as unknown[];
+      const [now, state, fencingId, leaseExpiresAt, expiresAt] = reply as unknown[];
       if (isInt(now) && reply.length === 1) return undefined;
       if (
         isInt(now) &&
@@ -225,8 +224,8 @@ export class RedisLock implements LockBackend {
         isInt(expiresAt)
       ) {
         const record: InspectedRecord = { key, state, fencingId, leaseExpiresAt, expiresAt, now };
-        const fields = storedFields(fingerprint, result);
-        return fields === undefined ? record : { ...record, ...fields };
+        const fields = storedFields(reply, 5);
+        if (fields !== undefined) return { ...record, ...fields };
       }
     }
     throw unexpectedReply("inspect", key, reply);
@@ -254,6 +253,7 @@ export class RedisLock implements LockBackend {
     leaseMs: number,
     fingerprint?: string,
   ): Promise<ClaimOutcome> {
+    // Without a fingerprint the script gets the three arguments it always had.
     const args = [String(leaseMs), this.ttlText, randomUUID()];
     if (fingerprint !== undefined) args.push(fingerprint);
     const reply = await this.call("claim", key, CLAIM, args);
@@ -268,15 +268,14 @@ export class RedisLock implements LockBackend {
         if (isInt(fencingId) && isInt(leaseExpiresAt)) {
           return { status: "won", claim: { key, fencingId, leaseExpiresAt } };
         }
-      } else if (reply.length === 3) {
-        const [tag, second, third] = reply as unknown[];
-        const status = text(tag);
+      } else {
+        const status = text(reply[0]);
         if (status === "done") {
-          const fields = storedFields(second, third);
+          const fields = storedFields(reply, 1);
           if (fields !== undefined) return { status: "done", ...fields };
-        } else if (status === "held" && isInt(second)) {
-          const stored = text(third);
-          if (stored) return { status: "held", leaseExpiresAt: second, fingerprint: stored };
+        } else if (status === "held" && reply.length === 3 && isInt(reply[1]) && reply[1] > 0) {
+          const stored = text(reply[2]);
+          if (stored) return { status: "held", leaseExpiresAt: reply[1], fingerprint: stored };
         }
       }
     }
@@ -284,6 +283,7 @@ export class RedisLock implements LockBackend {
   }
 
   private async trustedComplete(claim: Claim, result?: string): Promise<boolean> {
+    // Without a result the script gets the two arguments it always had; a result goes as is.
     const args = [String(claim.fencingId), this.ttlText];
     if (result !== undefined) args.push(result);
     return flag("complete", claim.key, await this.call("complete", claim.key, COMPLETE, args));
@@ -316,7 +316,11 @@ export class RedisLock implements LockBackend {
 /** A claim's answer for a done key: nothing in it varies, so one frozen object serves all. */
 const DONE: ClaimOutcome = Object.freeze({ status: "done" });
 
-/** The largest result RedisLock keeps, in UTF-8 bytes. */
+/**
+ * The largest result RedisLock keeps, in UTF-8 bytes. A Redis string may reach 512 MB, but the
+ * result lives in the record, and every duplicate's claim reads the record and carries the
+ * result back over the wire: a record must stay cheap to read. 16 MiB, as InMemoryLock's.
+ */
 const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 /** A string field of a reply: GLIDE may answer a Buffer where the others answer a string. */
@@ -326,17 +330,22 @@ function text(value: unknown): string | undefined {
   return undefined;
 }
 
-/** The fingerprint and result of a reply, '' meaning none; undefined when it has neither. */
+/**
+ * The `'fingerprint', fp` and `'result', result` pairs of a reply from `from` on, each present
+ * only when stored; undefined when the rest of the reply is anything else.
+ */
 function storedFields(
-  fingerprint: unknown,
-  result: unknown,
+  reply: readonly unknown[],
+  from: number,
 ): { fingerprint?: string; result?: string } | undefined {
-  const f = text(fingerprint);
-  const r = text(result);
-  if (f === undefined || r === undefined) return undefined;
   const fields: { fingerprint?: string; result?: string } = {};
-  if (f !== "") fields.fingerprint = f;
-  if (r !== "") fields.result = r;
+  for (let i = from; i < reply.length; i += 2) {
+    const name = text(reply[i]);
+    const value = text(reply[i + 1]);
+    if (value === undefined || (name !== "fingerprint" && name !== "result")) return undefined;
+    if (fields[name] !== undefined) return undefined;
+    fields[name] = value;
+  }
   return fields;
 }
 

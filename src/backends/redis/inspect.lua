@@ -14,9 +14,10 @@
 
   Output:
     {now}                                                  no record
-    {now, state, fencingId, leaseExpiresAt, expiresAt, fingerprint, result}     the record;
-                                               fingerprint and result '' when it has none
-  now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53.
+    {now, state, fencingId, leaseExpiresAt, expiresAt, name, value, ...}  the record, then
+        the pairs 'fingerprint', fp and 'result', result, each only when stored
+  now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53. A name
+  marks each field, so a stored empty result ('') is told from none.
 
   Uses now_ms() from prelude.lua, which index.ts prepends.
 ]]
@@ -29,4 +30,7 @@ local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expi
 if not r[1] then
   return {now}
 end
-return {now, r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4]), r[5] or '', r[6] or ''}
+local reply = {now, r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4])}
+if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end
+if r[6] then table.insert(reply, 'result'); table.insert(reply, r[6]) end
+return reply

@@ -17,6 +17,8 @@
 --   end_lease(key, fencingId, now, ttlMs)
 --             the write of a release (release.lua, and an operator's forceRelease.lua): the
 --             fence rises past fencingId, the lease ends now, the record lives ttlMs more.
+--             The fingerprint stays as it is (a done record, the only one with a result, is
+--             never released).
 --
 -- Also turns on effects replication first: Redis 3.2-4 refuse a write after TIME without it; a
 -- no-op since 5, and the check skips it wherever the function is gone.

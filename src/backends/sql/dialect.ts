@@ -12,19 +12,41 @@ export interface SqlRow {
   fencing_id: unknown;
   lease_expires_at: unknown;
   token: unknown;
+  /** The stored fingerprint (null when none); read when the claim lost. */
+  fingerprint?: unknown;
+  /** The stored result (null when none); read when the claim met a done record. */
+  result?: unknown;
 }
 
 /** A dialect bound to one client and its rendered statements: one method per verb. */
 export interface DialectSession {
-  /** Run the rendered `schema.sql` (plus whatever the dialect sets up with it). */
+  /**
+   * Run the rendered `schema.sql` (plus whatever the dialect sets up with it), then
+   * `upgrade.sql` when `columns.sql` finds a column of it missing (a table made by 0.1).
+   */
   ensureSchema(): Promise<void>;
   /**
-   * Claim `key` with this call's random `token`; resolves to the record as it stands after
-   * the claim (this call won iff its token is in it), or undefined when no row came back.
+   * Claim `key` with this call's random `token`, storing `fingerprint` (none: null) when it
+   * wins; resolves to the record as it stands after the claim (this call won iff its token
+   * is in it), or undefined when no row came back.
    */
-  claim(key: string, leaseMs: number, ttlMs: number, token: string): Promise<SqlRow | undefined>;
-  /** True when the fence matched a live record (now done, or already done). */
-  complete(key: string, fencingId: number, ttlMs: number): Promise<boolean>;
+  claim(
+    key: string,
+    leaseMs: number,
+    ttlMs: number,
+    token: string,
+    fingerprint: string | undefined,
+  ): Promise<SqlRow | undefined>;
+  /**
+   * True when the fence matched a live record (now done with `result`, none: null; or
+   * already done, left as it is).
+   */
+  complete(
+    key: string,
+    fencingId: number,
+    ttlMs: number,
+    result?: string | undefined,
+  ): Promise<boolean>;
   /** Ends the lease and raises the fence; a no-op when fenced out. */
   release(key: string, fencingId: number, ttlMs: number): Promise<void>;
   /** True when the claim is still live and now runs until now + lease. */
@@ -56,13 +78,15 @@ export interface SqlInspectRow {
   fencing_id: unknown;
   lease_expires_at: unknown;
   expires_at: unknown;
+  fingerprint: unknown;
+  result: unknown;
 }
 
 /** A transaction begun by {@link DialectSession.begin}, for `completeInTransaction`. */
 export interface OpenTransaction {
   /** The connection inside the transaction: the handle the body gets. */
   readonly tx: unknown;
-  /** The dialect's `complete`, run on this transaction's connection. */
+  /** The dialect's `complete` (with no result), run on this transaction's connection. */
   complete(key: string, fencingId: number, ttlMs: number): Promise<boolean>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
@@ -92,12 +116,21 @@ export interface Dialect {
   /** Quote one identifier that already passed validation. */
   quote(identifier: string): string;
   /**
-   * The `.sql` templates by name; `schema` is the DDL. Placeholders: `{{table}}` (the quoted
-   * table), `{{index}}` (the quoted index name), `{{purgeBatch}}` (rows per purge batch).
+   * The `.sql` templates by name; `schema` is the DDL, `upgrade` the migration of a table made
+   * by 0.1 (both kept with their comments), `columns` the check whether it is needed.
+   * Placeholders: `{{table}}` (the quoted table), `{{name}}` (its last part, unquoted),
+   * `{{index}}` (the quoted index name), `{{purgeBatch}}` (rows per purge batch).
    */
   readonly templates: Readonly<Record<string, string>>;
+  /**
+   * The largest result, in UTF-8 bytes, `complete` stores: `supports.maxResultBytes`. Each
+   * dialect's module says where its number comes from.
+   */
+  readonly maxResultBytes: number;
   /** A deadlock, serialization failure or busy database: a claim may retry it. */
   isTransient(error: object): boolean;
+  /** An unknown column (SqlLock then checks it names `fingerprint` or `result`: a 0.1 table). */
+  isUnknownColumn(error: object): boolean;
   /** Bind the dialect to a client (already checked against `needs`) and rendered statements. */
   open(client: SqlClient, statements: Statements): DialectSession;
 }

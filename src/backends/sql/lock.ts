@@ -1,7 +1,9 @@
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
 import type {
+  BackendSupport,
   Claim,
+  ClaimOptions,
   ClaimOutcome,
   ForceReleaseOutcome,
   InspectedRecord,
@@ -9,6 +11,7 @@ import type {
   TransactionalLockBackend,
   TransactionCompletion,
 } from "../../core/port.js";
+import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import { offerTrustedPort } from "../../core/trusted-port.js";
 import {
   assertFencingId,
@@ -33,7 +36,12 @@ const KNOWN = knownOptions(NAMES, "backend");
 /**
  * A LockBackend over one SQL table: PostgreSQL (pg), MySQL/MariaDB (mysql2) or SQLite
  * (better-sqlite3). Time is the database server's clock, read inside each statement.
- * Constructing does no I/O; call `ensureSchema()` once, or apply the shipped `schema.sql`.
+ * Constructing does no I/O; call `ensureSchema()` once, or apply the shipped `schema.sql`
+ * (a table made by 0.1: `ensureSchema()` adds the new columns, or apply `upgrade.sql`).
+ *
+ * Results and fingerprints (`once()`, `step()`, `fingerprint`) are nullable columns of the
+ * record: a claim writes its fingerprint in the statement that wins, and a complete its result
+ * in the statement that sets done, so neither costs a round trip.
  *
  * Round trips: PostgreSQL one named prepared statement per verb; MySQL a read that answers a
  * live record, else one insert or fenced update (an upsert and a read more after a lost
@@ -67,6 +75,14 @@ export class SqlLock<C extends SqlClient = SqlClient>
   readonly table: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  /**
+   * Results and fingerprints, kept in the record's `result` and `fingerprint` columns.
+   * `maxResultBytes` per dialect: 16 MiB on PostgreSQL (`text` reaches about 1 GB, but every
+   * duplicate reads the result back) and SQLite (its strings reach 1e9 bytes, likewise); on
+   * MySQL/MariaDB 16 MiB less 64 KiB, so the `MEDIUMTEXT` (2^24 - 1 bytes) and the statement
+   * fit MariaDB's default 16 MiB `max_allowed_packet`.
+   */
+  readonly supports: BackendSupport;
   private readonly statements: SqlStatements<SqlTransaction<C>>;
 
   /**
@@ -89,6 +105,7 @@ export class SqlLock<C extends SqlClient = SqlClient>
     const sql = renderStatements(dialect, table);
     this.table = table as string;
     this.statements = new SqlStatements(dialect, client as SqlClient, sql, this.ttlMs);
+    this.supports = { results: true, fingerprints: true, maxResultBytes: dialect.maxResultBytes };
     if (new.target === SqlLock) offerTrustedPort(this, this.statements.port());
   }
 
@@ -98,22 +115,31 @@ export class SqlLock<C extends SqlClient = SqlClient>
   }
 
   /**
-   * Create the table and its expires_at index when missing. On SQLite (a file) it also
-   * turns on WAL mode, so several processes can share the file.
+   * The migration of a table made by 0.1 (it adds the nullable `fingerprint` and `result`
+   * columns), for applying through your own migrations; `ensureSchema()` runs it when needed.
+   */
+  get upgradeSql(): string {
+    return this.statements.text("upgrade");
+  }
+
+  /**
+   * Create the table and its expires_at index when missing, and add the `fingerprint` and
+   * `result` columns to a table made by 0.1 (after reading that they are missing). On SQLite
+   * (a file) it also turns on WAL mode, so several processes can share the file.
    */
   ensureSchema(): Promise<void> {
     return this.statements.ensureSchema();
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  async claim(key: string, leaseMs: number, options?: ClaimOptions): Promise<ClaimOutcome> {
     assertValidKey(key);
     assertPositiveMs("leaseMs", leaseMs);
-    return this.statements.claim(key, leaseMs);
+    return this.statements.claim(key, leaseMs, claimFingerprint(options));
   }
 
-  async complete(claim: Claim): Promise<boolean> {
+  async complete(claim: Claim, result?: string): Promise<boolean> {
     assertValidKey(claim.key);
-    return this.statements.complete(claim);
+    return this.statements.complete(claim, completeResult(result, this.supports.maxResultBytes));
   }
 
   async release(claim: Claim): Promise<void> {

@@ -16,7 +16,7 @@ import { forceReleaseTransition, type LockRecord } from "../../core/transitions.
 import { purgeInBatches } from "../shared/purge.js";
 import { callStore, callStoreWithBody } from "../shared/store-call.js";
 import { type ConnectionGate, gateFor } from "./connection-gate.js";
-import type { Dialect, DialectSession, OpenTransaction } from "./dialect.js";
+import type { Dialect, DialectSession, OpenTransaction, SqlInspectRow, SqlRow } from "./dialect.js";
 import { PURGE_BATCH } from "./table.js";
 import type { SqlClient, SqlDialect } from "./types.js";
 
@@ -37,6 +37,7 @@ export class SqlStatements<Tx> {
   private readonly backend: SqlDialect;
   private readonly session: DialectSession;
   private readonly isTransient: (error: unknown) => boolean;
+  private readonly isUnknownColumn: (error: object) => boolean;
   /** On one connection: keeps statements out of an open transaction. None for a pool. */
   private readonly gate: ConnectionGate | undefined;
 
@@ -49,6 +50,7 @@ export class SqlStatements<Tx> {
     this.backend = dialect.name;
     this.isTransient = (error) =>
       error !== null && typeof error === "object" && dialect.isTransient(error);
+    this.isUnknownColumn = (error) => dialect.isUnknownColumn(error);
     this.session = dialect.open(client, (name) => this.text(name));
     this.gate = this.session.sharedConnection ? gateFor(client) : undefined;
   }
@@ -56,8 +58,8 @@ export class SqlStatements<Tx> {
   /** The port methods, for the lock to offer as its trusted port. */
   port(): TransactionalLockBackend<Tx> {
     return {
-      claim: (key, leaseMs) => this.claim(key, leaseMs),
-      complete: (claim) => this.complete(claim),
+      claim: (key, leaseMs, options) => this.claim(key, leaseMs, options?.fingerprint),
+      complete: (claim, result) => this.complete(claim, result),
       release: (claim) => this.release(claim),
       renew: (claim, leaseMs) => this.renew(claim, leaseMs),
       completeInTransaction: (claim, body) => this.completeInTransaction(claim, body),
@@ -78,17 +80,18 @@ export class SqlStatements<Tx> {
   }
 
   /** A deadlock, serialization failure or busy database is retried with a jittered backoff. */
-  claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  claim(key: string, leaseMs: number, fingerprint?: string): Promise<ClaimOutcome> {
     return callStore(this.backend, "claim", key, () =>
       withRetry(CLAIM_RETRY, this.isTransient, () =>
-        this.statement(() => this.claimOnce(key, leaseMs)),
+        this.statement(() => this.claimOnce(key, leaseMs, fingerprint)),
       ),
     );
   }
 
-  complete({ key, fencingId }: Claim): Promise<boolean> {
+  /** The result, when given, lands in the same statement that sets done. */
+  complete({ key, fencingId }: Claim, result?: string): Promise<boolean> {
     return callStore(this.backend, "complete", key, () =>
-      this.statement(() => this.session.complete(key, fencingId, this.ttlMs)),
+      this.statement(() => this.session.complete(key, fencingId, this.ttlMs, result)),
     );
   }
 
@@ -179,28 +182,42 @@ export class SqlStatements<Tx> {
   }
 
   private async readRecord(key: string): Promise<{ record: LockRecord | undefined; now: number }> {
-    const row = await this.session.inspect(key);
+    let row: SqlInspectRow | undefined;
+    try {
+      row = await this.session.inspect(key);
+    } catch (error) {
+      throw this.explained(error);
+    }
     if (row === undefined) throw new Error("the inspect statement returned no row");
     const now = toNumber(row.now, "now");
     if (row.state === null || row.state === undefined) return { record: undefined, now };
     if (row.state !== "claimed" && row.state !== "done") {
       throw new Error(`the record has an unknown state ${JSON.stringify(row.state)}`);
     }
-    return {
-      record: {
-        state: row.state,
-        fencingId: toNumber(row.fencing_id, "fencing_id"),
-        leaseExpiresAt: toNumber(row.lease_expires_at, "lease_expires_at"),
-        expiresAt: toNumber(row.expires_at, "expires_at"),
-      },
-      now,
+    const record: LockRecord = {
+      state: row.state,
+      fencingId: toNumber(row.fencing_id, "fencing_id"),
+      leaseExpiresAt: toNumber(row.lease_expires_at, "lease_expires_at"),
+      expiresAt: toNumber(row.expires_at, "expires_at"),
+      ...storedFields(row),
     };
+    return { record, now };
   }
 
   /** One claim statement (or the dialect's few); the token in the row tells who won. */
-  private async claimOnce(key: string, leaseMs: number): Promise<ClaimOutcome> {
+  private async claimOnce(
+    key: string,
+    leaseMs: number,
+    fingerprint: string | undefined,
+  ): Promise<ClaimOutcome> {
     const token = randomUUID();
-    const row = await this.session.claim(key, leaseMs, this.ttlMs, token);
+    let row: SqlRow | undefined;
+    try {
+      row = await this.session.claim(key, leaseMs, this.ttlMs, token, fingerprint);
+    } catch (error) {
+      // Every call starts with a claim: here a table made by 0.1 is told what it lacks.
+      throw this.explained(error);
+    }
     if (row === undefined) throw new Error("the claim returned no row (purged mid-claim?)");
     const leaseExpiresAt = toNumber(row.lease_expires_at, "lease_expires_at");
     if (row.token === token) {
@@ -209,8 +226,25 @@ export class SqlStatements<Tx> {
         claim: { key, fencingId: toNumber(row.fencing_id, "fencing_id"), leaseExpiresAt },
       };
     }
-    if (row.state === "done") return { status: "done" };
-    return { status: "held", leaseExpiresAt };
+    if (row.state === "done") return { status: "done", ...storedFields(row) };
+    const stored = text(row.fingerprint, "fingerprint");
+    return stored === undefined
+      ? { status: "held", leaseExpiresAt }
+      : { status: "held", leaseExpiresAt, fingerprint: stored };
+  }
+
+  /**
+   * A driver's error, or, when it is an unknown `fingerprint` or `result` column (a table
+   * made by 0.1, not upgraded), an error saying what to run, with the driver's as its cause.
+   */
+  private explained(error: unknown): unknown {
+    if (error === null || typeof error !== "object" || !this.isUnknownColumn(error)) return error;
+    const message = String((error as { message?: unknown }).message);
+    if (!/\b(fingerprint|result)\b/.test(message)) return error;
+    return new Error(
+      `the table lacks the fingerprint and result columns (a table made by 0.1): run ensureSchema() or apply upgradeSql (${message})`,
+      { cause: error },
+    );
   }
 
   /** Run one verb's statements, outside any transaction open on a single connection. */
@@ -235,6 +269,26 @@ async function abandon(open: OpenTransaction): Promise<void> {
   } catch (rollbackError) {
     open.end(rollbackError);
   }
+}
+
+/** The fingerprint and result a row holds, each only when it is not null. */
+function storedFields(row: { fingerprint?: unknown; result?: unknown }): {
+  fingerprint?: string;
+  result?: string;
+} {
+  const fields: { fingerprint?: string; result?: string } = {};
+  const fingerprint = text(row.fingerprint, "fingerprint");
+  if (fingerprint !== undefined) fields.fingerprint = fingerprint;
+  const result = text(row.result, "result");
+  if (result !== undefined) fields.result = result;
+  return fields;
+}
+
+/** A nullable text column: undefined for null. */
+function text(value: unknown, column: string): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value !== "string") throw new Error(`${column} is not text: ${typeof value}`);
+  return value;
 }
 
 /** pg returns int8 as a string, mysql2 may too: bring every BIGINT back as a safe number. */

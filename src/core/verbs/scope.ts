@@ -16,8 +16,11 @@ export interface StepScope {
   readonly key: string | undefined;
   /** The enclosing backend, lease, heartbeat, logger and telemetry. */
   readonly options: ResolvedLockOptions | undefined;
-  /** The step names this run used so far: a name used twice in one run is refused. */
-  readonly names: Set<string>;
+  /**
+   * The step names this run used so far (made by its first step): a name used twice in one
+   * run is refused. A body that calls no step allocates none.
+   */
+  names: Set<string> | undefined;
   /** The delivery a surface runs the body for: the steps' log lines name it too. */
   readonly message: MessageRef | undefined;
 }
@@ -37,7 +40,7 @@ export function scopedBody<T>(
   message: MessageRef | undefined,
 ): CycleBody<T> {
   return (claim, signal, tx) =>
-    scopes.run({ key, options, names: new Set(), message }, body, claim, signal, tx);
+    scopes.run({ key, options, names: undefined, message }, body, claim, signal, tx);
 }
 
 /**
@@ -45,5 +48,5 @@ export function scopedBody<T>(
  * run without a claim still finds step() usable, as the rest of it runs unguarded.
  */
 export function unguardedScope<T>(run: () => T, message: MessageRef | undefined): T {
-  return scopes.run({ key: undefined, options: undefined, names: new Set(), message }, run);
+  return scopes.run({ key: undefined, options: undefined, names: undefined, message }, run);
 }

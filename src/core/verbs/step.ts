@@ -94,6 +94,7 @@ export async function step<T>(
       `step(${JSON.stringify(name)}) ran outside any de-duplicating body: call it inside the body of lock(), once() or lockInTransaction(), or inside a surface's handler (a mutex alone does not scope steps); elsewhere use once(key, options, body)`,
     );
   }
+  scope.names ??= new Set();
   if (scope.names.has(name)) {
     throw new InvalidConfiguration(
       `step(${JSON.stringify(name)}) was already used in this run of the body keyed ${JSON.stringify(scope.key)}: give each step a name of its own (e.g. \`${name}:\${i}\` in a loop)`,

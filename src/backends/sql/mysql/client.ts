@@ -14,8 +14,8 @@
  * ```
  */
 export interface MysqlQueryable {
-  /** Run one prepared statement with bound values (every verb). */
-  execute(sql: string, values: Array<string | number | Buffer>): Promise<[unknown, unknown]>;
+  /** Run one prepared statement with bound values (every verb); null binds SQL NULL. */
+  execute(sql: string, values: Array<string | number | Buffer | null>): Promise<[unknown, unknown]>;
   /** Run plain SQL text (`ensureSchema`). */
   query(sql: string): Promise<[unknown, unknown]>;
 }

@@ -17,6 +17,7 @@ import type { SqlClient } from "../types.js";
 import check from "./check.sql";
 import claim from "./claim.sql";
 import type { MysqlPoolConnectionLike, MysqlPoolLike, MysqlQueryable } from "./client.js";
+import columns from "./columns.sql";
 import complete from "./complete.sql";
 import insert from "./insert.sql";
 import inspect from "./inspect.sql";
@@ -27,8 +28,9 @@ import release from "./release.sql";
 import renew from "./renew.sql";
 import schema from "./schema.sql";
 import select from "./select.sql";
+import upgrade from "./upgrade.sql";
 
-type Value = string | number | Buffer;
+type Value = string | number | Buffer | null;
 
 /** What peek.sql returns: the server's time, and the record's columns (null when absent). */
 interface PeekRow {
@@ -38,10 +40,23 @@ interface PeekRow {
   fencing_id: unknown;
   lease_expires_at: unknown;
   expires_at: unknown;
+  fingerprint: unknown;
+  result: unknown;
 }
 
 /** Keys go in as bytes: the VARBINARY column compares them byte for byte. */
 const bytes = (key: string): Buffer => Buffer.from(key, "utf8");
+
+/**
+ * The largest result kept: 16 MiB less 64 KiB (16,711,680 bytes). MEDIUMTEXT holds up to
+ * 2^24 - 1 bytes (MySQL manual, "String Type Storage Requirements"), and a statement or row
+ * must fit in max_allowed_packet, 16 MiB by default on MariaDB (64 MiB on MySQL 8): the
+ * margin leaves room for the key, the fingerprint and the rest of complete's packet and of a
+ * duplicate's row. A server whose max_allowed_packet is lower refuses results that exceed it.
+ */
+const MAX_RESULT_BYTES = 16 * 1024 * 1024 - 64 * 1024;
+/** ER_DUP_FIELDNAME: another process's upgrade.sql added the column first. */
+const DUPLICATE_COLUMN = 1060;
 
 export const mysql: Dialect = {
   name: "mysql",
@@ -52,6 +67,8 @@ export const mysql: Dialect = {
   quote: (identifier) => `\`${identifier}\``,
   templates: {
     schema,
+    upgrade,
+    columns,
     peek,
     insert,
     reclaim,
@@ -64,6 +81,9 @@ export const mysql: Dialect = {
     purge,
     inspect,
   },
+  maxResultBytes: MAX_RESULT_BYTES,
+  // ER_BAD_FIELD_ERROR
+  isUnknownColumn: (error) => (error as { errno?: unknown }).errno === 1054,
   isTransient(error) {
     const { errno } = error as { errno?: unknown };
     return errno === 1213 || errno === 1205;
@@ -84,8 +104,15 @@ export const mysql: Dialect = {
         return Array.isArray(rows) ? rows : [];
       };
       return {
-        async claim(key: string, leaseMs: number, ttlMs: number, token: string) {
+        async claim(
+          key: string,
+          leaseMs: number,
+          ttlMs: number,
+          token: string,
+          fingerprint: string | undefined,
+        ) {
           const k = bytes(key);
+          const print = fingerprint ?? null;
           const seen = (await read("peek", [k]))[0] as PeekRow | undefined;
           if (seen !== undefined) {
             const now = Number(seen.now);
@@ -93,7 +120,7 @@ export const mysql: Dialect = {
               // Absent: a new record whose fence is the read's clock in µs.
               const fence = Number(seen.now_us);
               const lease = now + leaseMs;
-              if ((await write("insert", [k, fence, lease, lease + ttlMs, token])) === 1) {
+              if ((await write("insert", [k, fence, lease, lease + ttlMs, token, print])) === 1) {
                 return { state: "claimed", fencing_id: fence, lease_expires_at: lease, token };
               }
             } else {
@@ -102,19 +129,19 @@ export const mysql: Dialect = {
               if (Number(until) > now) return { ...seen, token: undefined };
               const fence = Number(seen.fencing_id);
               const lease = now + leaseMs;
-              const values = [lease, lease + ttlMs, token, k, fence];
+              const values = [lease, lease + ttlMs, token, print, k, fence];
               if ((await write("reclaim", values)) === 1) {
                 return { state: "claimed", fencing_id: fence + 1, lease_expires_at: lease, token };
               }
             }
           }
           // The record appeared or moved on since the read: the upsert decides the race.
-          await write("claim", [k, leaseMs, leaseMs, ttlMs, token, leaseMs]);
+          await write("claim", [k, leaseMs, leaseMs, ttlMs, token, print, leaseMs]);
           return (await read("select", [k]))[0] as SqlRow | undefined;
         },
-        async complete(key: string, fencingId: number, ttlMs: number) {
+        async complete(key: string, fencingId: number, ttlMs: number, result?: string) {
           const k = bytes(key);
-          if ((await write("complete", [ttlMs, k, fencingId])) > 0) return true;
+          if ((await write("complete", [ttlMs, result ?? null, k, fencingId])) > 0) return true;
           // Without FOUND_ROWS an unchanged (already done) row counts 0: a retried complete.
           return (await read("check", [k, fencingId, "done"])).length > 0;
         },
@@ -141,6 +168,19 @@ export const mysql: Dialect = {
       ...verbsOn(my),
       async ensureSchema() {
         await my.query(sql("schema"));
+        // A table made by 0.1: add the columns. MySQL 8 has no ADD COLUMN IF NOT EXISTS, so
+        // read which exist first; a race with another process's upgrade ends in a check.
+        const found = async () => {
+          const [rows] = await my.query(sql("columns"));
+          return Array.isArray(rows) ? rows.length : 0;
+        };
+        if ((await found()) === 2) return;
+        try {
+          await my.query(sql("upgrade"));
+        } catch (error) {
+          const { errno } = error as { errno?: unknown };
+          if (errno !== DUPLICATE_COLUMN || (await found()) !== 2) throw error;
+        }
       },
       close() {},
       sharedConnection: !pooled,

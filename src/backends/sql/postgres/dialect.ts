@@ -14,18 +14,27 @@ import {
 import type { SqlClient } from "../types.js";
 import claim from "./claim.sql";
 import type { PgPoolClientLike, PgPoolLike, PgQueryable, PgResultLike } from "./client.js";
+import columns from "./columns.sql";
 import complete from "./complete.sql";
 import inspect from "./inspect.sql";
 import purge from "./purge.sql";
 import release from "./release.sql";
 import renew from "./renew.sql";
 import schema from "./schema.sql";
+import upgrade from "./upgrade.sql";
 
 /** True for a pg Pool: each transaction then checks out a connection of its own. */
 function isPool(client: object): client is PgPoolLike {
   const { connect, totalCount } = client as Partial<PgPoolLike>;
   return typeof connect === "function" && typeof totalCount === "number";
 }
+
+/**
+ * The largest result kept: 16 MiB. A `text` value may reach about 1 GB (PostgreSQL manual,
+ * "Character Types"), but every duplicate reads the record's result back and pg parses it
+ * into one JS string; 16 MiB bounds that, as for InMemoryLock and RedisLock.
+ */
+const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 export const postgres: Dialect = {
   name: "postgres",
@@ -34,7 +43,9 @@ export const postgres: Dialect = {
   needsHint: "",
   qualifier: "schema",
   quote: (identifier) => `"${identifier}"`,
-  templates: { schema, claim, complete, release, renew, purge, inspect },
+  templates: { schema, upgrade, columns, claim, complete, release, renew, purge, inspect },
+  maxResultBytes: MAX_RESULT_BYTES,
+  isUnknownColumn: (error) => (error as { code?: unknown }).code === "42703",
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return code === "40001" || code === "40P01";
@@ -65,13 +76,19 @@ export const postgres: Dialect = {
       const claimOnce = async (values: unknown[]) =>
         (await connection.query({ name: claimName, text: claimText, values })).rows[0];
       return {
-        async claim(key: string, leaseMs: number, ttlMs: number, token: string) {
-          const values = [key, leaseMs, ttlMs, token];
+        async claim(
+          key: string,
+          leaseMs: number,
+          ttlMs: number,
+          token: string,
+          fingerprint: string | undefined,
+        ) {
+          const values = [key, leaseMs, ttlMs, token, fingerprint ?? null];
           // Only a row deleted between the conflict and the update leaves RETURNING empty.
           return ((await claimOnce(values)) ?? (await claimOnce(values))) as SqlRow | undefined;
         },
-        async complete(key: string, fencingId: number, ttlMs: number) {
-          return (await run("complete", [key, fencingId, ttlMs])).rows.length > 0;
+        async complete(key: string, fencingId: number, ttlMs: number, result?: string) {
+          return (await run("complete", [key, fencingId, ttlMs, result ?? null])).rows.length > 0;
         },
         async release(key: string, fencingId: number, ttlMs: number) {
           await run("release", [key, fencingId, ttlMs]);
@@ -95,6 +112,10 @@ export const postgres: Dialect = {
       ...verbsOn(pg),
       async ensureSchema() {
         await pg.query(sql("schema"));
+        // A table made by 0.1: add the columns. Read first, so an upgraded table never waits
+        // for ALTER TABLE's exclusive lock (behind any open transaction on it).
+        const { rows } = (await pg.query(sql("columns"))) as PgResultLike;
+        if (Number(rows[0]?.missing) > 0) await pg.query(sql("upgrade"));
       },
       close() {},
       sharedConnection: !pooled,

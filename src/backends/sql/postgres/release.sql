@@ -3,7 +3,8 @@
 -- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
 --   release.claimed (lease ends now, fence + 1), release.fenced (no-op; a done record too);
 --   with the fence an operator saw, forceRelease.claimed (SqlLock.forceRelease counts the row
---   it changed, and reads the record with inspect.sql to tell why when none).
+--   it changed, and reads the record with inspect.sql to tell why when none). The fingerprint
+--   stays (the next win replaces it).
 UPDATE {{table}} AS r SET
   fencing_id = r.fencing_id + 1,
   lease_expires_at = n.now,

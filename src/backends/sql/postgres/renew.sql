@@ -2,7 +2,7 @@
 -- $1 key (text), $2 fencing id (bigint), $3 lease ms (bigint), $4 ttl ms (bigint).
 -- Returns one row (ok) when renewed, none when fenced out or done.
 -- Rows of the transition table implemented (docs/state-machine.md; src/core/transitions.ts):
---   renew.claimed (true), renew.fenced (false; a done record too).
+--   renew.claimed (true), renew.fenced (false; a done record too). The fingerprint stays.
 UPDATE {{table}} AS r SET
   lease_expires_at = n.now + $3::bigint,
   expires_at = n.now + $3::bigint + $4::bigint

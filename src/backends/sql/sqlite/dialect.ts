@@ -7,6 +7,7 @@ import type { Dialect, DialectSession, SqlInspectRow, SqlRow, Statements } from 
 import type { SqlClient } from "../types.js";
 import claim from "./claim.sql";
 import type { SqliteDatabaseLike, SqliteStatementLike } from "./client.js";
+import columns from "./columns.sql";
 import complete from "./complete.sql";
 import inspect from "./inspect.sql";
 import peek from "./peek.sql";
@@ -14,9 +15,16 @@ import purge from "./purge.sql";
 import release from "./release.sql";
 import renew from "./renew.sql";
 import schema from "./schema.sql";
+import upgrade from "./upgrade.sql";
 
 /** busy_timeout set on a SQLite connection that has none, so BEGIN IMMEDIATE waits. */
 const SQLITE_BUSY_MS = 5000;
+/**
+ * The largest result kept: 16 MiB. SQLite's own bound on a string is SQLITE_MAX_LENGTH,
+ * 1,000,000,000 bytes by default ("Limits In SQLite"), but every duplicate reads the
+ * record's result back into one JS string; 16 MiB bounds that, as on the other dialects.
+ */
+const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 export const sqlite: Dialect = {
   name: "sqlite",
@@ -25,7 +33,10 @@ export const sqlite: Dialect = {
   needsHint: "",
   qualifier: undefined,
   quote: (identifier) => `"${identifier}"`,
-  templates: { schema, peek, claim, complete, release, renew, purge, inspect },
+  templates: { schema, upgrade, columns, peek, claim, complete, release, renew, purge, inspect },
+  maxResultBytes: MAX_RESULT_BYTES,
+  isUnknownColumn: (error) =>
+    /^(no such column|table \S+ has no column named)/.test(String((error as Error).message)),
   isTransient(error) {
     const { code } = error as { code?: unknown };
     return typeof code === "string" && code.startsWith("SQLITE_BUSY");
@@ -52,18 +63,39 @@ export const sqlite: Dialect = {
       }
       return prepared;
     };
-    const complete = async (key: string, fence: number, ttl: number): Promise<boolean> =>
-      statement("complete").run({ key, fence, ttl }).changes > 0;
+    const complete = async (
+      key: string,
+      fence: number,
+      ttl: number,
+      result?: string,
+    ): Promise<boolean> =>
+      statement("complete").run({ key, fence, ttl, result: result ?? null }).changes > 0;
+    /** How many of upgrade.sql's columns the table lacks; not kept prepared (a DDL check). */
+    const missing = (): number =>
+      Number((db.prepare(sql("columns")).get() as { missing?: unknown } | undefined)?.missing);
     return {
       async ensureSchema() {
         // WAL lets several processes share the file; an in-memory database has no journal.
         if (db.memory !== true) db.pragma("journal_mode = WAL");
         prepareConnection();
         db.exec(sql("schema"));
+        if (missing() === 0) return;
+        // A table made by 0.1: add the columns, checked again under the write lock, so two
+        // processes upgrading one file never both run the ALTERs.
+        statement("BEGIN IMMEDIATE", true).run();
+        try {
+          if (missing() > 0) db.exec(sql("upgrade"));
+          statement("COMMIT", true).run();
+        } catch (error) {
+          if (db.inTransaction !== false) statement("ROLLBACK", true).run();
+          throw error;
+        }
       },
-      async claim(key, lease, ttl, token) {
+      async claim(key, lease, ttl, token, fingerprint) {
         return (statement("peek").get({ key }) ??
-          statement("claim").get({ key, lease, ttl, token })) as SqlRow | undefined;
+          statement("claim").get({ key, lease, ttl, token, fingerprint: fingerprint ?? null })) as
+          | SqlRow
+          | undefined;
       },
       complete,
       async release(key, fence, ttl) {

@@ -37,7 +37,7 @@ Idempotency-Key header, ${FLEET.length} worker processes (${FLEET.join(", ")}) o
 DatastoreLock behind a round-robin proxy, and push subscriptions into it. Runs the quiet
 scenarios side by side, then the crash storm beside the transactional sink (SqlLock with
 transaction: true, plain INSERTs into a table of a fresh database on the PostgreSQL at
-DATABASE_URL, default 127.0.0.1:5432) and the step storm: a three-step handler
+DATABASE_URL, default 127.0.0.1:5432), then the step storm: a three-step handler
 (charge → ship → email, each step() into its own table that does not de-duplicate) on
 SqlLock (that database) and on DatastoreLock, workers killing themselves before, inside,
 between and after the steps. Prints a table and writes functional/results/latest.json.
@@ -464,27 +464,43 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 2_500));
   }
 
+  /** Run `scenarios` to the end while the harness SIGKILLs a random worker now and then. */
+  const underKills = (scenarios: readonly Scenario[], timeoutMs: number) => {
+    let nextKill = Date.now() + killEveryMs;
+    return runAll(scenarios, timeoutMs, () => {
+      if (Date.now() < nextKill) return;
+      nextKill = Date.now() + killEveryMs * (0.5 + random());
+      // Keep at least two instances serving, so the storm still makes progress.
+      if (fleet.slots.filter((s) => s.up).length > 2) fleet.killRandom(random);
+    });
+  };
+
   const sinkOrders = Math.max(20, Math.round(orders / 10));
+  const crashScenarios = onlySteps
+    ? []
+    : [crashStorm({ orders, crashChance }), transactionSink({ orders: sinkOrders })];
+  let crashed: Running[] = [];
+  if (!onlySteps) {
+    say(
+      `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`,
+    );
+    crashed = await underKills(crashScenarios, 240_000 + orders * 100);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+  }
+  const stormKills = fleet.kills;
+
+  // The step storm after it, on a fleet of its own time: beside the crash storm, the two
+  // starve each other of the emulators' push windows and of the workers' restarts.
   const stepScenarios = (["sql", "datastore"] as const).map((store) =>
     stepStorm({ store, orders: stepOrders, crashes: stepCrashes, control: stepsMode === "lock" }),
   );
   say(
-    `${onlySteps ? "" : `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice, and `}the step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
+    `step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
   );
-  let nextKill = Date.now() + killEveryMs;
-  const stormScenarios = [
-    ...(onlySteps
-      ? []
-      : [crashStorm({ orders, crashChance }), transactionSink({ orders: sinkOrders })]),
-    ...stepScenarios,
-  ];
-  const storm = await runAll(stormScenarios, 240_000 + (orders + stepOrders) * 100, () => {
-    if (Date.now() < nextKill) return;
-    nextKill = Date.now() + killEveryMs * (0.5 + random());
-    // Keep at least two instances serving, so the storm still makes progress.
-    if (fleet.slots.filter((s) => s.up).length > 2) fleet.killRandom(random);
-  });
-  const stormKills = fleet.kills;
+  const stepped = await underKills(stepScenarios, 240_000 + 2 * stepOrders * 100);
+  const stepKills = fleet.kills - stormKills;
+  const stormScenarios = [...crashScenarios, ...stepScenarios];
+  const storm = [...crashed, ...stepped];
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   for (const close of ctx.closers) await close();
   // No worker writes after this: the sinks and the workers' files are read as they ended (a
@@ -609,6 +625,7 @@ try {
         f.violations.push(`${sink.doneRecords} DONE records, expected ${f.supplierOrders}`);
     }
     if (sink?.notes) Object.assign(f.notes, sink.notes);
+    if (stepScenarios.some((scenario) => scenario.name === name)) f.notes.harnessKills = stepKills;
     if (sink?.violations) {
       f.violations.push(...sink.violations.slice(0, 10));
       if (sink.violations.length > 10)

@@ -497,7 +497,7 @@ try {
   say(
     `step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
   );
-  const stepped = await underKills(stepScenarios, 240_000 + 2 * stepOrders * 100);
+  const stepped = await underKills(stepScenarios, 240_000 + 2 * stepOrders * 150);
   const stepKills = fleet.kills - stormKills;
   const stormScenarios = [...crashScenarios, ...stepScenarios];
   const storm = [...crashed, ...stepped];

@@ -199,10 +199,13 @@ export async function interleaved(
  * Cumulative CPU µs of every process whose command name is one of `names` (redis-server,
  * postgres, mariadbd), from /proc: utime + stime in clock ticks. Undefined off Linux or when
  * no such process is visible. Ticks are 10 ms; a timed round of hundreds of ms over
- * thousands of operations keeps the per-operation figure meaningful.
+ * thousands of operations keeps the per-operation figure meaningful. A process that exits
+ * keeps counting with the last time read from it, so the total never falls (a PostgreSQL
+ * backend of another client ending mid-round once made a round's server CPU negative).
  */
 export function processCpu(names: readonly string[]): ServerCpu {
   const tickUs = 1e6 / 100;
+  const last = new Map<string, number>();
   return async () => {
     let pids: string[];
     try {
@@ -210,8 +213,6 @@ export function processCpu(names: readonly string[]): ServerCpu {
     } catch {
       return undefined;
     }
-    let total = 0;
-    let found = false;
     for (const pid of pids) {
       let stat: string;
       try {
@@ -223,11 +224,14 @@ export function processCpu(names: readonly string[]): ServerCpu {
       const close = stat.lastIndexOf(")");
       if (open < 0 || close < 0 || !names.includes(stat.slice(open + 1, close))) continue;
       const fields = stat.slice(close + 2).split(" ");
-      // After the command: state is field 3, utime field 14, stime field 15 (1-based).
-      total += (Number(fields[11]) + Number(fields[12])) * tickUs;
-      found = true;
+      // After the command: state is field 3, utime field 14, stime field 15 (1-based); the
+      // start time (field 22) tells a reused pid from the process read before.
+      last.set(`${pid}@${fields[19]}`, (Number(fields[11]) + Number(fields[12])) * tickUs);
     }
-    return found ? total : undefined;
+    if (last.size === 0) return undefined;
+    let total = 0;
+    for (const us of last.values()) total += us;
+    return total;
   };
 }
 

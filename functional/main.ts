@@ -58,7 +58,7 @@ Options:
   --seed N          seed of the storm's order, holds and kills (default 1)
   --lock NAME       the supplier scenarios' lock: datastore (default), or none, the control
                     run: a lock that excludes nothing, on which the checks must fail
-  --step-orders N   step-storm messages per store (default 1000)
+  --step-orders N   step-storm messages per store (default 1000; 0: no step storm)
   --step-crashes N  step-storm messages per store whose first delivery to reach their crash
                     point kills its worker there (default 14: 2 per point, round robin over
                     before, in:charge, charge|ship, in:ship, ship|email, in:email, after)
@@ -96,8 +96,12 @@ const crashChance = Number(values["crash-chance"]);
 const killEveryMs = Number(values["kill-every"]);
 let seed = Number(values.seed);
 const stepOrders = Number(values["step-orders"]);
-const stepCrashes = Number(values["step-crashes"]);
-for (const [name, value] of Object.entries({ orders, leaseMs, killEveryMs, seed, stepOrders })) {
+const stepCrashes = Math.min(Number(values["step-crashes"]), stepOrders);
+if (!Number.isSafeInteger(stepOrders) || stepOrders < 0) {
+  console.error("--step-orders must be a non-negative integer");
+  process.exit(2);
+}
+for (const [name, value] of Object.entries({ orders, leaseMs, killEveryMs, seed })) {
   if (!Number.isSafeInteger(value) || value < 1) {
     console.error(`--${name} must be a positive integer`);
     process.exit(2);
@@ -491,13 +495,24 @@ try {
 
   // The step storm after it, on a fleet of its own time: beside the crash storm, the two
   // starve each other of the emulators' push windows and of the workers' restarts.
-  const stepScenarios = (["sql", "datastore"] as const).map((store) =>
-    stepStorm({ store, orders: stepOrders, crashes: stepCrashes, control: stepsMode === "lock" }),
-  );
-  say(
-    `step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
-  );
-  const stepped = await underKills(stepScenarios, 240_000 + 2 * stepOrders * 150);
+  const stepScenarios =
+    stepOrders === 0
+      ? []
+      : (["sql", "datastore"] as const).map((store) =>
+          stepStorm({
+            store,
+            orders: stepOrders,
+            crashes: stepCrashes,
+            control: stepsMode === "lock",
+          }),
+        );
+  let stepped: Running[] = [];
+  if (stepOrders > 0) {
+    say(
+      `step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
+    );
+    stepped = await underKills(stepScenarios, 240_000 + 2 * stepOrders * 150);
+  }
   const stepKills = fleet.kills - stormKills;
   const stormScenarios = [...crashScenarios, ...stepScenarios];
   const storm = [...crashed, ...stepped];

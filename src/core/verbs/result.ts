@@ -43,6 +43,15 @@ export const JSON_CODEC: ResultCodec<unknown> = {
 /**
  * The default `maxResultBytes` of {@link once}: 64 KiB, far below every store's limit and
  * small enough that a duplicate's read stays cheap. A larger result is not recorded.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_RESULT_BYTES, InMemoryLock, once } from "gcp-pubsub-idempotency";
+ *
+ * // Allow a report four times the default size to be replayed.
+ * const options = { backend: new InMemoryLock(), maxResultBytes: 4 * DEFAULT_MAX_RESULT_BYTES };
+ * await once("reports:2026-12-05", options, async () => "a large report");
+ * ```
  */
 export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024;
 

@@ -37,6 +37,14 @@ const encoder = new TextEncoder();
  * The key of step `name` under `parent`: the JSON array `["step", parent, name]`, so two
  * different pairs never share a record; its SHA-256 (`step-sha256:` + hex) when that would
  * not fit the key rule's {@link MAX_KEY_BYTES}.
+ *
+ * @example
+ * ```ts
+ * import { stepKey } from "gcp-pubsub-idempotency";
+ *
+ * // The record of the "charge" step of message 4711, for `gcp-pubsub-idempotency inspect`.
+ * console.log(stepKey("4711", "charge")); // ["step","4711","charge"]
+ * ```
  */
 export function stepKey(parent: string, name: string): string {
   const key = JSON.stringify(["step", parent, name]);

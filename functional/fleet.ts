@@ -186,8 +186,18 @@ export class Fleet {
     }
   }
 
-  /** End every worker: close the IPC channel, SIGKILL what is still there after a moment. */
-  async stop(): Promise<void> {
+  private stopping: Promise<void> | undefined;
+
+  /**
+   * End every worker: close the IPC channel, SIGKILL what is still there after a moment. Once:
+   * a second call waits for the first.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopAll();
+    return this.stopping;
+  }
+
+  private async stopAll(): Promise<void> {
     this.running = false;
     await Promise.all(
       this.slots.map(async (slot) => {

@@ -37,7 +37,7 @@ Idempotency-Key header, ${FLEET.length} worker processes (${FLEET.join(", ")}) o
 DatastoreLock behind a round-robin proxy, and push subscriptions into it. Runs the quiet
 scenarios side by side, then the crash storm beside the transactional sink (SqlLock with
 transaction: true, plain INSERTs into a table of a fresh database on the PostgreSQL at
-DATABASE_URL, default 127.0.0.1:5432) and the step storm: a three-step handler
+DATABASE_URL, default 127.0.0.1:5432), then the step storm: a three-step handler
 (charge → ship → email, each step() into its own table that does not de-duplicate) on
 SqlLock (that database) and on DatastoreLock, workers killing themselves before, inside,
 between and after the steps. Prints a table and writes functional/results/latest.json.
@@ -58,11 +58,9 @@ Options:
   --seed N          seed of the storm's order, holds and kills (default 1)
   --lock NAME       the supplier scenarios' lock: datastore (default), or none, the control
                     run: a lock that excludes nothing, on which the checks must fail
-  --step-orders N   step-storm messages per store: with --only steps default 1000; else
-                    default 0, no step storm beside the crash storm (on two shared cores
-                    the Datastore emulator cannot serve both inside the storm's deadline)
+  --step-orders N   step-storm messages per store (default 1000; 0: no step storm)
   --step-crashes N  step-storm messages per store whose first delivery to reach their crash
-                    point kills its worker there (default 35: 5 per point, round robin over
+                    point kills its worker there (default 14: 2 per point, round robin over
                     before, in:charge, charge|ship, in:ship, ship|email, in:email, after)
   --steps MODE      the step storm's handler: step (default), or lock, the control run: the
                     same three steps under the surface's lock alone (no step()), on which
@@ -80,8 +78,8 @@ const { values } = parseArgs({
     "kill-every": { type: "string", default: "3000" },
     seed: { type: "string", default: "1" },
     lock: { type: "string", default: "datastore" },
-    "step-orders": { type: "string" },
-    "step-crashes": { type: "string", default: "35" },
+    "step-orders": { type: "string", default: "1000" },
+    "step-crashes": { type: "string", default: "14" },
     steps: { type: "string", default: "step" },
     only: { type: "string" },
     record: { type: "boolean", default: false },
@@ -97,7 +95,7 @@ const leaseMs = Number(values["lease-ms"]);
 const crashChance = Number(values["crash-chance"]);
 const killEveryMs = Number(values["kill-every"]);
 let seed = Number(values.seed);
-const stepOrders = Number(values["step-orders"] ?? (values.only === "steps" ? 1000 : 0));
+const stepOrders = Number(values["step-orders"]);
 const stepCrashes = Math.min(Number(values["step-crashes"]), stepOrders);
 if (!Number.isSafeInteger(stepOrders) || stepOrders < 0) {
   console.error("--step-orders must be a non-negative integer");
@@ -470,7 +468,33 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 2_500));
   }
 
+  /** Run `scenarios` to the end while the harness SIGKILLs a random worker now and then. */
+  const underKills = (scenarios: readonly Scenario[], timeoutMs: number) => {
+    let nextKill = Date.now() + killEveryMs;
+    return runAll(scenarios, timeoutMs, () => {
+      if (Date.now() < nextKill) return;
+      nextKill = Date.now() + killEveryMs * (0.5 + random());
+      // Keep at least two instances serving, so the storm still makes progress.
+      if (fleet.slots.filter((s) => s.up).length > 2) fleet.killRandom(random);
+    });
+  };
+
   const sinkOrders = Math.max(20, Math.round(orders / 10));
+  const crashScenarios = onlySteps
+    ? []
+    : [crashStorm({ orders, crashChance }), transactionSink({ orders: sinkOrders })];
+  let crashed: Running[] = [];
+  if (!onlySteps) {
+    say(
+      `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`,
+    );
+    crashed = await underKills(crashScenarios, 240_000 + orders * 100);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+  }
+  const stormKills = fleet.kills;
+
+  // The step storm after it, on a fleet of its own time: beside the crash storm, the two
+  // starve each other of the emulators' push windows and of the workers' restarts.
   const stepScenarios =
     stepOrders === 0
       ? []
@@ -482,30 +506,29 @@ try {
             control: stepsMode === "lock",
           }),
         );
-  say(
-    stepOrders === 0
-      ? `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice; SIGKILL about every ${killEveryMs} ms`
-      : `${onlySteps ? "" : `crash storm: ${orders} orders, beside the transactional sink: ${sinkOrders} orders, each published twice, and `}the step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
-  );
-  let nextKill = Date.now() + killEveryMs;
-  const stormScenarios = [
-    ...(onlySteps
-      ? []
-      : [crashStorm({ orders, crashChance }), transactionSink({ orders: sinkOrders })]),
-    ...stepScenarios,
-  ];
-  const storm = await runAll(stormScenarios, 240_000 + (orders + stepOrders) * 100, () => {
-    if (Date.now() < nextKill) return;
-    nextKill = Date.now() + killEveryMs * (0.5 + random());
-    // Keep at least two instances serving, so the storm still makes progress.
-    if (fleet.slots.filter((s) => s.up).length > 2) fleet.killRandom(random);
-  });
-  const stormKills = fleet.kills;
+  let stepped: Running[] = [];
+  if (stepOrders > 0) {
+    say(
+      `step storm${stepsMode === "lock" ? " (the control: lock() alone)" : ""}: ${stepOrders} messages on each of SqlLock and DatastoreLock, ${stepCrashes} of each crashing at a step point; SIGKILL about every ${killEveryMs} ms`,
+    );
+    stepped = await underKills(stepScenarios, 240_000 + 2 * stepOrders * 150);
+  }
+  const stepKills = fleet.kills - stormKills;
+  const stormScenarios = [...crashScenarios, ...stepScenarios];
+  const storm = [...crashed, ...stepped];
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   for (const close of ctx.closers) await close();
+  // No worker writes after this: the sinks and the workers' files are read as they ended (a
+  // run that gave up on some messages would otherwise race the workers still on them).
+  await fleet.stop();
 
   for (const r of storm) await r.scenario.readSink?.(ctx);
   const events = readEvents();
+  // Every push and its answer, beside the workers' files, for a look at a slow or stalled run.
+  writeFileSync(
+    join(runDir, "deliveries.jsonl"),
+    proxy.deliveries.map((d) => `${JSON.stringify(d)}\n`).join(""),
+  );
   const deadPids = new Set(fleet.deadPids);
   const scenarioOfMessage = new Map<string, string>();
   for (const r of [...quiet, ...storm])
@@ -617,6 +640,7 @@ try {
         f.violations.push(`${sink.doneRecords} DONE records, expected ${f.supplierOrders}`);
     }
     if (sink?.notes) Object.assign(f.notes, sink.notes);
+    if (stepScenarios.some((scenario) => scenario.name === name)) f.notes.harnessKills = stepKills;
     if (sink?.violations) {
       f.violations.push(...sink.violations.slice(0, 10));
       if (sink.violations.length > 10)

@@ -120,7 +120,7 @@ export function stepStorm(options: StepStormOptions): Scenario {
         .map(([p, n]) => `${p} ${n}`)
         .join(
           ", ",
-        )}); ${cut} step runs were cut before their record, and ${reRuns} arrivals beyond a message's first followed such a cut run${books.unexplained > 0 ? ` — ${books.unexplained} followed none` : ""}. ${books.keysExactlyOnce} of ${f.messages} messages had every step's effect exactly once.`;
+        )}); ${cut} step runs were cut before their record; of ${reRuns} arrivals beyond a message's first, ${reRuns - books.unexplained} followed such a cut run${books.unexplained > 0 ? ` and ${books.unexplained} followed none` : ""}. ${books.keysExactlyOnce} of ${f.messages} messages had every step's effect exactly once.`;
       if (options.crashes >= CRASH_POINTS.length)
         for (const point of CRASH_POINTS)
           expectAtLeast(f, `self-crashes at ${point}`, books.crashes[point] ?? 0, 1);

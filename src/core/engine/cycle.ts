@@ -212,7 +212,7 @@ async function completeAfterSuccess<T>(
   value: T,
 ): Promise<CycleOutcome<T>> {
   const { key, options } = cycle;
-  const result = cycle.record === undefined ? undefined : recordResult(cycle, cycle.record, value);
+  const result = cycle.record === undefined ? undefined : resultText(cycle, cycle.record, value);
   let completed: boolean;
   try {
     completed = await (result === undefined
@@ -243,7 +243,7 @@ async function completeAfterSuccess<T>(
  * the key (a second run would be worse than a lost result): the record says why, and so does
  * an ERROR line.
  */
-function recordResult<T>(cycle: Cycle<T>, record: (value: T) => RecordedResult, value: T): string {
+function resultText<T>(cycle: Cycle<T>, record: (value: T) => RecordedResult, value: T): string {
   const { text, unrecorded } = record(value);
   if (unrecorded !== undefined) {
     cycle.options.logger.error(

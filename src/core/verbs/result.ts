@@ -5,7 +5,7 @@
 import type { RecordedResult } from "../engine/cycle.js";
 import { InvalidConfiguration, quoteKey } from "../errors.js";
 import { storableText } from "../record-fields.js";
-import { describe } from "../validate.js";
+import { describe, readProperty } from "../validate.js";
 
 /**
  * How {@link once} turns a result into text for the record and back. The default is JSON,
@@ -146,5 +146,19 @@ function undecodable(key: string, reason: string, cause?: unknown): InvalidConfi
   return new InvalidConfiguration(
     `once(): the result recorded for key ${quoteKey(key)} could not be read back (${reason}); use the codec that recorded it`,
     { cause },
+  );
+}
+
+/** `codec` checked once: an object with encode and decode functions; default JSON. */
+export function codecOption<T>(value: unknown): ResultCodec<T> {
+  if (value === undefined) return JSON_CODEC as ResultCodec<T>;
+  if (value !== null && typeof value === "object") {
+    const encode = readProperty("options.codec.encode", value, "encode");
+    const decode = readProperty("options.codec.decode", value, "decode");
+    if (typeof encode === "function" && typeof decode === "function")
+      return value as ResultCodec<T>;
+  }
+  throw new InvalidConfiguration(
+    `options.codec must be an object with encode(value) => string and decode(text) => value functions, got ${describe(value)}`,
   );
 }

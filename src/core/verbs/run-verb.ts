@@ -3,7 +3,7 @@
 // rejection. A de-duplicating verb's body runs in a step scope (scope.ts); a mutex's does not.
 import { type CycleBody, type CycleMode, type RecordedResult, runCycle } from "../engine/cycle.js";
 import { type CycleOutcome, resultOf } from "../engine/outcome.js";
-import { Duplicate, InvalidConfiguration } from "../errors.js";
+import { Duplicate } from "../errors.js";
 import {
   LOCK_OPTION_NAMES,
   type ResolvedLockOptions,
@@ -17,14 +17,12 @@ import {
   assertFunction,
   assertPositiveMs,
   assertValidKey,
-  describe,
   knownOptions,
   readOptions,
-  readProperty,
 } from "../validate.js";
 import {
+  codecOption,
   DEFAULT_MAX_RESULT_BYTES,
-  JSON_CODEC,
   type ResultCodec,
   recordResult,
   replayResult,
@@ -102,20 +100,6 @@ function recordingOf<T>(
   assertPositiveMs("options.maxResultBytes", asked);
   const maxBytes = Math.min(asked as number, supports.maxResultBytes);
   return { codec, record: (value) => recordResult(value, codec, maxBytes) };
-}
-
-/** `codec` checked once: an object with encode and decode functions; default JSON. */
-export function codecOption<T>(value: unknown): ResultCodec<T> {
-  if (value === undefined) return JSON_CODEC as ResultCodec<T>;
-  if (value !== null && typeof value === "object") {
-    const encode = readProperty("options.codec.encode", value, "encode");
-    const decode = readProperty("options.codec.decode", value, "decode");
-    if (typeof encode === "function" && typeof decode === "function")
-      return value as ResultCodec<T>;
-  }
-  throw new InvalidConfiguration(
-    `options.codec must be an object with encode(value) => string and decode(text) => value functions, got ${describe(value)}`,
-  );
 }
 
 /** once()'s answer: its own run's value, the recorded one of an earlier run, or a rejection. */

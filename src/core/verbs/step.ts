@@ -10,8 +10,8 @@ import { storableText } from "../record-fields.js";
 import { traceCycle } from "../telemetry/trace.js";
 import type { GuardedBody } from "../types.js";
 import { assertFunction, describe } from "../validate.js";
-import { DEFAULT_MAX_RESULT_BYTES, type ResultCodec, recordResult } from "./result.js";
-import { codecOption, replayed } from "./run-verb.js";
+import { codecOption, DEFAULT_MAX_RESULT_BYTES, type ResultCodec, recordResult } from "./result.js";
+import { replayed } from "./run-verb.js";
 import { currentScope, scopedBody } from "./scope.js";
 
 /**

@@ -46,6 +46,7 @@ export type {
   LockOptions,
   LogFields,
   Logger,
+  StepsOption,
   TelemetryMeterProvider,
   TelemetryOptions,
   TelemetryTracerProvider,

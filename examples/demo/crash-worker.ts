@@ -61,7 +61,7 @@ process.once("message", async (job: CrashJob) => {
   const options = { leaseMs, logger: silentLogger };
   for (const { orderId, key } of job.orders) {
     if (job.steps) {
-      void lock(key, { ...options, backend }, async () => {
+      void lock(key, { ...options, backend, steps: true }, async () => {
         await step("charge", async () => {
           await sendOrder(
             job.supplierUrl,

@@ -217,7 +217,7 @@ async function sendStep(orderId: string, name: string, seen: string): Promise<st
 }
 const handler = steps
   ? // Three steps, each recorded: a redelivery replays the ones that finished.
-    idempotentHttp({ ...gateway, backend }, async (message) => {
+    idempotentHttp({ ...gateway, backend, steps: true }, async (message) => {
       const orderId = message.attributes.orderId ?? "";
       counts.bodies += 1;
       const charge = await step("charge", () => sendStep(orderId, "charge", ""));
@@ -308,11 +308,15 @@ if (crashOrders.length > 0) {
         if (steps) {
           // The charge step recorded, then a holder that never comes back.
           const charged = new Promise<void>((done) => {
-            void lock(key, { backend: inner, leaseMs: CRASH_LEASE_MS, logger: quiet }, async () => {
-              await step("charge", () => sendStep(orderId, "charge", ""));
-              done();
-              return new Promise<never>(() => {});
-            });
+            void lock(
+              key,
+              { backend: inner, leaseMs: CRASH_LEASE_MS, logger: quiet, steps: true },
+              async () => {
+                await step("charge", () => sendStep(orderId, "charge", ""));
+                done();
+                return new Promise<never>(() => {});
+              },
+            );
           });
           await charged;
           return;

@@ -166,11 +166,11 @@ export function stepsHttp(): (req: Request, res: Response) => Promise<void> {
   const key = ({ message }: { message: ParsedMessage }) => keyOf(message);
   const surfaces = {
     sql: idempotentHttp<Request, Response>(
-      { ...gatewayOptions, backend: backends.sql, key },
+      { ...gatewayOptions, backend: backends.sql, key, steps: true },
       threeSteps,
     ),
     datastore: idempotentHttp<Request, Response>(
-      { ...gatewayOptions, backend: backends.datastore, key },
+      { ...gatewayOptions, backend: backends.datastore, key, steps: true },
       threeSteps,
     ),
   };
@@ -181,8 +181,11 @@ export function stepsCloudEvent(): (event: CloudEvent<unknown>) => Promise<void>
   const key = (event: CloudEvent<unknown>) => keyOf(parseCloudEvent(event));
   const handler = (event: CloudEvent<unknown>) => threeSteps(parseCloudEvent(event));
   const surfaces = {
-    sql: idempotent({ ...gatewayOptions, backend: backends.sql, key }, handler),
-    datastore: idempotent({ ...gatewayOptions, backend: backends.datastore, key }, handler),
+    sql: idempotent({ ...gatewayOptions, backend: backends.sql, key, steps: true }, handler),
+    datastore: idempotent(
+      { ...gatewayOptions, backend: backends.datastore, key, steps: true },
+      handler,
+    ),
   };
   return (event) => surfaces[storeOf(String(event.source))](event);
 }

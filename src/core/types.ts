@@ -145,6 +145,34 @@ export interface FingerprintOption {
 }
 
 /**
+ * The `steps` option of {@link lock}, {@link once}, {@link lockInTransaction} and the
+ * surfaces: `true` lets {@link step} record inside the body (or handler). Off by default, so
+ * a body that calls no step pays nothing for the async context steps need; a verb inside a
+ * body that records steps records its own steps too. Never on {@link mutex}: its key is shared
+ * by distinct messages, so it cannot scope a step.
+ *
+ * @example
+ * ```ts
+ * import { InMemoryLock, lock, step } from "gcp-pubsub-idempotency";
+ *
+ * declare function charge(po: string): Promise<string>;
+ * declare function ship(po: string, chargeId: string): Promise<void>;
+ * const backend = new InMemoryLock();
+ * await lock("orders:4711", { backend, steps: true }, async () => {
+ *   const chargeId = await step("charge", async () => charge("4711"));
+ *   await step("ship", async () => ship("4711", chargeId));
+ * });
+ * ```
+ */
+export interface StepsOption {
+  /**
+   * `true`: {@link step} records inside this body. Absent or `false`: a step inside it
+   * throws `InvalidConfiguration`, unless a body around it records steps.
+   */
+  steps?: boolean | undefined;
+}
+
+/**
  * A tracer provider as {@link TelemetryOptions} takes it: `@opentelemetry/api`'s
  * `TracerProvider` (an SDK's `BasicTracerProvider`, `NodeTracerProvider`) fits it.
  *

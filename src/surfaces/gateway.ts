@@ -13,7 +13,7 @@ import {
 import { reportPeerLoading } from "../core/peer.js";
 import type { TransactionalLockBackend } from "../core/port.js";
 import type { DeliveryTelemetry } from "../core/telemetry/trace.js";
-import type { LockOptions } from "../core/types.js";
+import type { LockOptions, StepsOption } from "../core/types.js";
 import {
   assertFunction,
   booleanOption,
@@ -22,6 +22,7 @@ import {
   readOptions,
   readProperty,
 } from "../core/validate.js";
+import type { step } from "../core/verbs/step.js";
 import type { lockInTransaction } from "../core/verbs/transaction.js";
 import {
   type RequestTimeout,
@@ -58,6 +59,11 @@ export type GatewayOptions<I> = LockOptions & {
    * the same order and a new order under a reused id would otherwise look alike.
    */
   fingerprint?: true | ((input: I) => string | undefined) | undefined;
+  /**
+   * `true` lets {@link step} record inside the handler, keyed on the delivery's key. Off by
+   * default: a handler that calls no step pays nothing for it. See {@link StepsOption}.
+   */
+  steps?: boolean | undefined;
   /**
    * The idempotency key of a message; default its Pub/Sub messageId. Undefined or `""`
    * means unkeyed (refused unless `allowUnguarded`); a throw is a failure (nack).
@@ -168,6 +174,8 @@ export interface Gateway<D extends Delivery, I> extends DeliveryTelemetry {
   readonly handlerTakesSignal: boolean;
   /** The delivery's fingerprint, when the `fingerprint` option is set. */
   readonly fingerprint: FingerprintOf<D> | undefined;
+  /** With `steps: true` the handler runs in a step scope. */
+  readonly steps: boolean;
 }
 
 const GATEWAY_OPTIONS = [
@@ -176,6 +184,7 @@ const GATEWAY_OPTIONS = [
   "allowUnguarded",
   "transaction",
   "fingerprint",
+  "steps",
 ] as const;
 const PUSH_OPTIONS = [...GATEWAY_OPTIONS, "requestTimeoutMs"] as const;
 
@@ -233,6 +242,7 @@ export function buildGateway<D extends Delivery, I>(
       spec.payload,
       spec.keyInput,
     ),
+    steps: booleanOption("options.steps", o.steps) ?? false,
     telemetry: lock.telemetry,
     verbName: transaction ? "lockInTransaction" : "lock",
     backendName: backendName(lock.backend, "custom"),

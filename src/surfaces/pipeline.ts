@@ -91,7 +91,9 @@ async function deliverWith<D extends Delivery, I>(
       key,
       options,
       // The handler's steps key on the delivery's key (core/verbs/scope.ts).
-      body: scopedBody(handlerBody(gateway, delivery), key, options, delivery),
+      body: gateway.steps
+        ? scopedBody(handlerBody(gateway, delivery), key, options, delivery)
+        : handlerBody(gateway, delivery),
       bodyTakesSignal: gateway.handlerTakesSignal,
       message: delivery,
       signal: delivery.clientGone,
@@ -193,7 +195,8 @@ async function runUnclaimed<D extends Delivery, I>(
 ): Promise<DeliveryOutcome> {
   const signal = unclaimedSignal(gateway.handlerTakesSignal, delivery.clientGone);
   try {
-    await unguardedScope(() => gateway.spec.call(gateway.handler, delivery, signal), delivery);
+    const call = () => gateway.spec.call(gateway.handler, delivery, signal);
+    await (gateway.steps ? unguardedScope(call, delivery) : call());
     return { kind };
   } catch (error) {
     return { kind: "failed", key: undefined, error: asError("the handler", error), inBody: true };

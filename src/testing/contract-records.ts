@@ -249,7 +249,7 @@ export function describeRecordCases(c: ContractContext): void {
         const effects: string[] = [];
         let failBetween = true;
         const handler = () =>
-          lock(key, options(b), async () => {
+          lock(key, { ...options(b), steps: true }, async () => {
             const charge = await step("charge", async () => {
               effects.push("charge");
               return { chargeId: `ch_${effects.length}` };

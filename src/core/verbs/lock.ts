@@ -1,6 +1,6 @@
 // lock() and mutex(): thin facades over the claim cycle (engine/cycle.ts), which completes
 // the key after a lock's body and releases it after a mutex's.
-import type { FingerprintOption, GuardedBody, LockOptions } from "../types.js";
+import type { FingerprintOption, GuardedBody, LockOptions, StepsOption } from "../types.js";
 import { runVerb, type VerbBody } from "./run-verb.js";
 
 /** Their bodies already have the engine's shape: (claim, signal). */
@@ -29,7 +29,7 @@ const GUARDED: VerbBody<GuardedBody<unknown>, unknown> = { signalAt: 1, adapt: (
  */
 export function lock<T>(
   key: string,
-  options: LockOptions & FingerprintOption,
+  options: LockOptions & FingerprintOption & StepsOption,
   body: GuardedBody<T>,
 ): Promise<T> {
   return runVerb("lock", "lock()", key, options, body, GUARDED as VerbBody<GuardedBody<T>, T>);

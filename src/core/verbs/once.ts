@@ -1,6 +1,6 @@
 // once(): lock() that remembers. The body's result is written with the DONE record, in the
 // same store call as complete, and every later call resolves to it.
-import type { FingerprintOption, GuardedBody, LockOptions } from "../types.js";
+import type { FingerprintOption, GuardedBody, LockOptions, StepsOption } from "../types.js";
 import type { ResultCodec } from "./result.js";
 import { runVerb, type VerbBody } from "./run-verb.js";
 
@@ -18,7 +18,7 @@ import { runVerb, type VerbBody } from "./run-verb.js";
  * };
  * ```
  */
-export interface OnceOptions<T> extends LockOptions, FingerprintOption {
+export interface OnceOptions<T> extends LockOptions, FingerprintOption, StepsOption {
   /** How the result becomes text and back; default JSON. */
   codec?: ResultCodec<T> | undefined;
   /**

@@ -1,9 +1,10 @@
 // What lock(), mutex(), once() and lockInTransaction() share: check the call where it enters,
 // run one cycle (traced when telemetry records), and answer with the body's value or a
-// rejection. A de-duplicating verb's body runs in a step scope (scope.ts); a mutex's does not.
+// rejection. A de-duplicating verb's body runs in a step scope (scope.ts) when steps are
+// recorded; a mutex's never does.
 import { type CycleBody, type CycleMode, type RecordedResult, runCycle } from "../engine/cycle.js";
 import { type CycleOutcome, resultOf } from "../engine/outcome.js";
-import { Duplicate } from "../errors.js";
+import { Duplicate, InvalidConfiguration } from "../errors.js";
 import {
   LOCK_OPTION_NAMES,
   type ResolvedLockOptions,
@@ -17,6 +18,7 @@ import {
   assertFunction,
   assertPositiveMs,
   assertValidKey,
+  booleanOption,
   knownOptions,
   readOptions,
 } from "../validate.js";
@@ -27,7 +29,7 @@ import {
   recordResult,
   replayResult,
 } from "./result.js";
-import { scopedBody } from "./scope.js";
+import { scopedBody, stepsRecorded } from "./scope.js";
 
 /** How a verb's body is called: where its signal parameter is, and its shape for the engine. */
 export interface VerbBody<B, T> {
@@ -38,8 +40,8 @@ export interface VerbBody<B, T> {
 }
 
 /** The options every verb takes beyond the lock options, and once()'s own. */
-const VERB_NAMES = ["fingerprint"] as const;
-const ONCE_NAMES = ["fingerprint", "codec", "maxResultBytes"] as const;
+const VERB_NAMES = ["fingerprint", "steps"] as const;
+const ONCE_NAMES = ["fingerprint", "steps", "codec", "maxResultBytes"] as const;
 const VERB_KNOWN = knownOptions([...LOCK_OPTION_NAMES, ...VERB_NAMES], "lock");
 const ONCE_KNOWN = knownOptions([...LOCK_OPTION_NAMES, ...ONCE_NAMES], "lock");
 
@@ -68,6 +70,7 @@ export async function runVerb<B extends (...args: never[]) => unknown, T>(
   const fingerprint = fingerprintOption("options.fingerprint", extra.fingerprint);
   if (fingerprint !== undefined) requireSupport(where, resolved.backend, "fingerprints");
   if (mode === "transaction") transactionalBackend(where, resolved.backend);
+  const steps = stepsOption(where, mode, extra.steps);
   const recording = once ? recordingOf<T>(where, resolved, extra) : undefined;
   assertFunction(where, "body", body);
   const adapted = shape.adapt(body);
@@ -76,7 +79,7 @@ export async function runVerb<B extends (...args: never[]) => unknown, T>(
       mode,
       key,
       options: resolved,
-      body: mode === "mutex" ? adapted : scopedBody(adapted, key, resolved, undefined),
+      body: steps ? scopedBody(adapted, key, resolved, undefined) : adapted,
       bodyTakesSignal: body.length > shape.signalAt,
       message: undefined,
       signal: undefined,
@@ -86,6 +89,18 @@ export async function runVerb<B extends (...args: never[]) => unknown, T>(
     runCycle,
   );
   return recording === undefined ? resultOf(outcome) : replayed(outcome, recording.codec);
+}
+
+/** Whether the body records steps: `steps: true`, or a body around it that does; never a mutex. */
+function stepsOption(where: string, mode: CycleMode, asked: unknown): boolean {
+  const steps = booleanOption("options.steps", asked);
+  if (mode !== "mutex") return stepsRecorded(steps);
+  if (steps === true) {
+    throw new InvalidConfiguration(
+      `${where} options.steps cannot be true: a mutex key is shared by distinct messages, so one message's recorded step would be replayed to the next; record steps in the lock(), once() or surface handler around the mutex`,
+    );
+  }
+  return false;
 }
 
 /** once()'s codec and size limit, checked: the smaller of `maxResultBytes` and the store's. */

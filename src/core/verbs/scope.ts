@@ -2,6 +2,9 @@
 // lockInTransaction body, or a surface's handler) and its options, carried through every
 // await by AsyncLocalStorage. A mutex sets no scope: its key is shared by distinct messages,
 // so a step inside it keys on whatever de-duplicating key is around the mutex.
+// A scope is entered only where steps were asked for (`steps: true`) or one is already
+// around: AsyncLocalStorage.run costs about 0.6 µs a call on Node 24, and its first use turns
+// on promise hooks for the whole process on Node 20 and 22 (docs/benchmarks/step-scope-*.md).
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { CycleBody } from "../engine/cycle.js";
 import type { MessageRef } from "../logger.js";
@@ -30,6 +33,14 @@ const scopes = new AsyncLocalStorage<StepScope>();
 /** The scope of the body running now, if any. */
 export function currentScope(): StepScope | undefined {
   return scopes.getStore();
+}
+
+/**
+ * Whether a body recording steps starts here: asked for with `steps: true`, or inherited
+ * from a body around it that records steps (a lookup, no allocation, when none is).
+ */
+export function stepsRecorded(asked: boolean | undefined): boolean {
+  return asked === true || scopes.getStore() !== undefined;
 }
 
 /** `body` run inside a new step scope for `key`: each run gets its own set of names. */

@@ -8,7 +8,7 @@ import { InvalidConfiguration } from "../errors.js";
 import { requireSupport } from "../options.js";
 import { storableText } from "../record-fields.js";
 import { traceCycle } from "../telemetry/trace.js";
-import type { GuardedBody } from "../types.js";
+import type { GuardedBody, StepsOption } from "../types.js";
 import { assertFunction, describe } from "../validate.js";
 import { codecOption, DEFAULT_MAX_RESULT_BYTES, type ResultCodec, recordResult } from "./result.js";
 import { replayed } from "./run-verb.js";
@@ -55,7 +55,7 @@ export function stepKey(parent: string, name: string): string {
 /**
  * Run `body` at most once per delivery of the enclosing body, and resolve to its result every
  * time: inside the body of {@link lock}, {@link once} or {@link lockInTransaction}, or inside
- * a surface's handler, `step("charge", …)` is {@link once} on a key made of the enclosing key
+ * a surface's handler, given `steps: true` (see {@link StepsOption}), `step("charge", …)` is {@link once} on a key made of the enclosing key
  * (the delivery's, or the innermost lock or once) and `"charge"`, with the enclosing backend,
  * lease, heartbeat, logger and telemetry. When a handler fails after a step, its redelivery
  * gets the step's recorded result back instead of running it again, and goes on.
@@ -64,7 +64,8 @@ export function stepKey(parent: string, name: string): string {
  *   name of its own (`email:${i}` in a loop); a reused name would silently skip the second.
  * - A {@link mutex} does not scope steps (its key is shared by distinct messages): inside one,
  *   the step keys on the de-duplicating key around it; with only a mutex around, it is refused.
- * - Outside any body it throws {@link InvalidConfiguration}: use `once(key, …)` there.
+ * - Outside a body that records steps it throws {@link InvalidConfiguration} naming
+ *   `steps: true`; with no body at all, use `once(key, …)`.
  * - Where a surface runs its handler without a claim (`GCP_PUBSUB_IDEMPOTENCY_DISABLED`, or an
  *   unkeyed message with `allowUnguarded`), a step runs its body directly, unrecorded, with a
  *   claim of fence 0: the whole handler is unguarded then.
@@ -78,7 +79,8 @@ export function stepKey(parent: string, name: string): string {
  *
  * declare function charge(orderId: string): Promise<{ chargeId: string }>;
  * declare function ship(orderId: string, chargeId: string): Promise<void>;
- * export const onMessage = idempotentMessage({ backend: new InMemoryLock() }, async (message) => {
+ * const options = { backend: new InMemoryLock(), steps: true };
+ * export const onMessage = idempotentMessage(options, async (message) => {
  *   const orderId = message.attributes?.orderId ?? "";
  *   const { chargeId } = await step("charge", () => charge(orderId)); // replayed on a retry
  *   await step("ship", () => ship(orderId, chargeId));
@@ -99,7 +101,7 @@ export async function step<T>(
   const scope = currentScope();
   if (scope === undefined) {
     throw new InvalidConfiguration(
-      `step(${JSON.stringify(name)}) ran outside any de-duplicating body: call it inside the body of lock(), once() or lockInTransaction(), or inside a surface's handler (a mutex alone does not scope steps); elsewhere use once(key, options, body)`,
+      `step(${JSON.stringify(name)}) ran outside any body that records steps: pass \`steps: true\` to the lock(), once() or lockInTransaction() around it, or to the surface whose handler calls it (a mutex never scopes steps); elsewhere use once(key, options, body)`,
     );
   }
   scope.names ??= new Set();

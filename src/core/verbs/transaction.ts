@@ -2,7 +2,7 @@
 // so a crash, a thrown body or a fenced-out zombie lands neither. The claim is lock()'s own;
 // the cycle (engine/cycle.ts) runs the body inside completeInTransaction.
 import type { Claim, TransactionalLockBackend } from "../port.js";
-import type { FingerprintOption, LockOptions } from "../types.js";
+import type { FingerprintOption, LockOptions, StepsOption } from "../types.js";
 import { runVerb, type VerbBody } from "./run-verb.js";
 
 /**
@@ -22,7 +22,7 @@ import { runVerb, type VerbBody } from "./run-verb.js";
  * };
  * ```
  */
-export interface TransactionalLockOptions<Tx> extends LockOptions, FingerprintOption {
+export interface TransactionalLockOptions<Tx> extends LockOptions, FingerprintOption, StepsOption {
   /** A backend with `completeInTransaction`; any other is refused before any I/O. */
   backend: TransactionalLockBackend<Tx>;
 }

@@ -45,13 +45,47 @@ describe("step()", () => {
     await expect(step("charge", async () => 1)).rejects.toThrow(/use once\(key, options, body\)/);
   });
 
+  it("records only where `steps: true` asked for it, or inside a body that did", async () => {
+    const backend = new InMemoryLock();
+    const bare = lock("plain", { backend }, () => step("s", async () => 1));
+    await expect(bare).rejects.toThrow(/pass `steps: true` to the lock\(\), once\(\)/);
+    expect(await backend.inspect(stepKey("plain", "s"))).toBeUndefined();
+    // A lock inside a body that records steps records its own, keyed on the inner lock.
+    await lock("outer", { backend, steps: true }, () =>
+      lock("inner", { backend }, () => step("s", async () => 2)),
+    );
+    expect(await backend.inspect(stepKey("inner", "s"))).toMatchObject({ state: "done" });
+    for (const steps of [1, "yes", null]) {
+      const wrong = lock("k", { backend, steps } as never, async () => 1);
+      await expect(wrong).rejects.toThrow(/options\.steps/);
+    }
+  });
+
+  it("a mutex never takes `steps: true`: its key is shared by distinct messages", async () => {
+    const backend = new InMemoryLock();
+    const asked = mutex("entity:1", { backend, steps: true } as never, async () => 1);
+    await expect(asked).rejects.toThrow(/mutex key is shared by distinct messages/);
+    expect(backend.size).toBe(0);
+  });
+
+  it("a surface without `steps: true`: a step in the handler fails the delivery (nack)", async () => {
+    const backend = new InMemoryLock();
+    const listener = idempotentMessage({ backend, logger: silentLogger }, async () => {
+      await step("charge", async () => 1);
+    });
+    const message = fakeMessage("order", { messageId: "m-1" });
+    await listener(message);
+    expect(message.settlements).toEqual(["nack"]);
+    expect(await backend.inspect(stepKey("m-1", "charge"))).toBeUndefined();
+  });
+
   it("inside a mutex alone it is refused; inside a mutex inside a lock it keys on the lock", async () => {
     const backend = new InMemoryLock();
     const alone = mutex("entity:1", { backend }, () => step("s", async () => 1));
     await expect(alone).rejects.toBeInstanceOf(InvalidConfiguration);
     let runs = 0;
     const run = () =>
-      lock(`msg:${runs}`, { backend }, () =>
+      lock(`msg:${runs}`, { backend, steps: true }, () =>
         mutex("entity:1", { backend }, () => step("s", async () => ++runs)),
       );
     // Two messages under the same mutex key: each runs its own step (no replay across them).
@@ -62,7 +96,7 @@ describe("step()", () => {
 
   it("a name used twice in one run is refused; a redelivery may use it again", async () => {
     const backend = new InMemoryLock();
-    const error = await lock("k", { backend }, async () => {
+    const error = await lock("k", { backend, steps: true }, async () => {
       await step("email", async () => 1);
       await step("email", async () => 2);
     }).catch((e: unknown) => e);
@@ -70,7 +104,7 @@ describe("step()", () => {
     expect((error as Error).message).toContain("email:${i}");
     // The lock released (the body threw): the redelivery replays the first "email".
     const calls: number[] = [];
-    await lock("k", { backend }, async () => {
+    await lock("k", { backend, steps: true }, async () => {
       calls.push(await step("email", async () => 3));
     });
     expect(calls).toEqual([1]);
@@ -78,7 +112,7 @@ describe("step()", () => {
 
   it("nested: a step inside a step keys on the outer step; inside once() on the once key", async () => {
     const backend = new InMemoryLock();
-    await once("o", { backend }, async () => {
+    await once("o", { backend, steps: true }, async () => {
       await step("outer", async () => step("inner", async () => "x"));
     });
     const outer = stepKey("o", "outer");
@@ -90,7 +124,7 @@ describe("step()", () => {
     const backend = new InMemoryLock();
     const seen = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        lock(`k${i}`, { backend }, async () => {
+        lock(`k${i}`, { backend, steps: true }, async () => {
           await new Promise((r) => setTimeout(r, (i * 7) % 13));
           return step("who", async () => i);
         }),
@@ -103,7 +137,7 @@ describe("step()", () => {
     const backend = new InMemoryLock();
     const calls: number[] = [];
     const listener = idempotentMessage(
-      { backend, logger: silentLogger, key: () => undefined, allowUnguarded: true },
+      { backend, logger: silentLogger, key: () => undefined, allowUnguarded: true, steps: true },
       async () => {
         calls.push(await step("charge", async (claim) => claim.fencingId));
       },
@@ -121,7 +155,8 @@ describe("step()", () => {
     const backend = new InMemoryLock();
     const effects: string[] = [];
     let crash = true;
-    const listener = idempotentMessage({ backend, logger: silentLogger }, async (message) => {
+    const options = { backend, logger: silentLogger, steps: true };
+    const listener = idempotentMessage(options, async (message) => {
       const charge = await step("charge", async () => {
         effects.push(`charge ${message.id}`);
         return "ch_1";

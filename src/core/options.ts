@@ -54,7 +54,14 @@ export function resolveLockOptions(
   options: unknown,
   known: KnownOptions = LOCK_OPTIONS,
 ): ResolvedLockOptions {
-  const o = readOptions(where, options, false, LOCK_OPTION_NAMES, known);
+  return lockOptionsOf(where, readOptions(where, options, false, LOCK_OPTION_NAMES, known));
+}
+
+/** The lock options resolved from their values, read once by the caller with its own. */
+export function lockOptionsOf(
+  where: string,
+  o: { readonly [P in (typeof LOCK_OPTION_NAMES)[number]]?: unknown },
+): ResolvedLockOptions {
   const backend = backendOption(where, o.backend);
   const leaseMs = o.leaseMs === undefined ? DEFAULT_LEASE_MS : o.leaseMs;
   assertPositiveMs("leaseMs", leaseMs);

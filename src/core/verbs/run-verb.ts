@@ -7,9 +7,9 @@ import { type CycleOutcome, resultOf } from "../engine/outcome.js";
 import { Duplicate, InvalidConfiguration } from "../errors.js";
 import {
   LOCK_OPTION_NAMES,
+  lockOptionsOf,
   type ResolvedLockOptions,
   requireSupport,
-  resolveLockOptions,
   transactionalBackend,
 } from "../options.js";
 import { fingerprintOption } from "../record-fields.js";
@@ -40,10 +40,10 @@ export interface VerbBody<B, T> {
 }
 
 /** The options every verb takes beyond the lock options, and once()'s own. */
-const VERB_NAMES = ["fingerprint", "steps"] as const;
-const ONCE_NAMES = ["fingerprint", "steps", "codec", "maxResultBytes"] as const;
-const VERB_KNOWN = knownOptions([...LOCK_OPTION_NAMES, ...VERB_NAMES], "lock");
-const ONCE_KNOWN = knownOptions([...LOCK_OPTION_NAMES, ...ONCE_NAMES], "lock");
+const VERB_NAMES = [...LOCK_OPTION_NAMES, "fingerprint", "steps"] as const;
+const ONCE_NAMES = [...VERB_NAMES, "codec", "maxResultBytes"] as const;
+const VERB_KNOWN = knownOptions(VERB_NAMES, "lock");
+const ONCE_KNOWN = knownOptions(ONCE_NAMES, "lock");
 
 /** How once() records a result and reads it back. */
 interface Recording<T> {
@@ -65,8 +65,11 @@ export async function runVerb<B extends (...args: never[]) => unknown, T>(
 ): Promise<T> {
   assertValidKey(key);
   const once = mode === "once";
-  const resolved = resolveLockOptions(where, options, once ? ONCE_KNOWN : VERB_KNOWN);
-  const extra = readOptions(where, options, false, once ? ONCE_NAMES : VERB_NAMES, false);
+  // Every option read once: this runs on every call.
+  const extra: { readonly [P in (typeof ONCE_NAMES)[number]]?: unknown } = once
+    ? readOptions(where, options, false, ONCE_NAMES, ONCE_KNOWN)
+    : readOptions(where, options, false, VERB_NAMES, VERB_KNOWN);
+  const resolved = lockOptionsOf(where, extra);
   const fingerprint = fingerprintOption("options.fingerprint", extra.fingerprint);
   if (fingerprint !== undefined) requireSupport(where, resolved.backend, "fingerprints");
   if (mode === "transaction") transactionalBackend(where, resolved.backend);

@@ -20,8 +20,9 @@
  * `once`; a backend's name also selects its scale run (redis, postgres, memory). `transaction`
  * is lockInTransaction against lock() plus its own transaction on every SQL dialect
  * (bench/transaction.ts; `npm run bench:transaction` is `--only transaction`). `once` is a
- * once() duplicate (a 1,002-byte result replayed) against a lock() duplicate on InMemoryLock,
- * Redis and PostgreSQL (bench/once.ts), a section and a target of the report.
+ * once() duplicate (a 1,002-byte and a 102-byte result replayed) against a lock() duplicate on
+ * InMemoryLock, Redis and PostgreSQL, with the decode of each result alone (bench/once.ts), a
+ * section and a target of the report.
  *
  *   npm run bench -- --only gateway --against <git-ref> [--quick] [--out FILE.md]
  *
@@ -236,9 +237,9 @@ const estimate =
   (selected("transaction")
     ? 3 * 2 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
     : 0) +
-  // Three stores, two contenders; the full run takes twice the rounds.
+  // Three stores, three contenders; the full run takes twice the rounds.
   (selected("once")
-    ? 3 * 2 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
+    ? 3 * 3 * settings.concurrency.length * cellSeconds * (args.size === "full" ? 2 : 1)
     : 0);
 progress(
   `${provenanceText.replace(/\*\*/g, "")}\n${args.size} run${args.repeat > 1 ? ` ×${args.repeat}` : ""}: ${backends.map((b) => b.id).join(", ") || "no backends"}${scales.length ? `; scale: ${scales.join(", ")}` : ""}${selected("gateway") ? "; gateway" : ""}${selected("telemetry") ? "; telemetry" : ""}${selected("transaction") ? "; transaction" : ""}${selected("once") ? "; once" : ""}; about ${Math.round((args.repeat * estimate) / 60 + 0.4)} min of measuring plus start-ups; load ${loadAverage()}`,
@@ -303,7 +304,7 @@ async function measure(pass: number): Promise<RunResult> {
 
   if (selected("once")) {
     progress(
-      "once: a once() duplicate against a lock() duplicate, InMemoryLock, Redis, PostgreSQL",
+      "once: once() duplicates (1 KiB and 100 B results) against a lock() duplicate, InMemoryLock, Redis, PostgreSQL",
     );
     // The ratio sits near 1: the full run takes twice the rounds to keep it steady.
     const rounds = args.size === "full" ? 2 * settings.rounds : settings.rounds;

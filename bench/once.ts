@@ -1,14 +1,15 @@
 /**
- * once() against lock() on a duplicate, on each store, same run, the two interleaved round by
- * round (bench/runner.ts's `interleaved`):
+ * once() against lock() on a duplicate, on each store, same run, the three interleaved round
+ * by round (bench/runner.ts's `interleaved`):
  *
- *   once — `once(key)` of a key done by `once()` with a result of about 1 KiB of JSON: the
- *          claim's done answer carries the result, which is decoded and resolved
- *   lock — `lock(key)` of a key done by `lock()`: the claim answers done, `Duplicate` rejects
+ *   once      — `once(key)` of a key done by `once()` with a result of about 1 KiB of JSON:
+ *               the claim's done answer carries the result, which is decoded and resolved
+ *   onceSmall — the same with a result of about 100 bytes (an order id and a charge id)
+ *   lock      — `lock(key)` of a key done by `lock()`: the claim answers done, `Duplicate` rejects
  *
  * Each cycles over `settings.dupKeys` done keys of its own, seeded through the verbs
  * themselves; a once() duplicate that runs its body or resolves to another key's result stops
- * the run. Stores: Redis (ioredis, one connection, a private key prefix whose keys are unlinked
+ * the run. The results, and the decode of them timed alone, are bench/once-results.ts's. Stores: Redis (ioredis, one connection, a private key prefix whose keys are unlinked
  * at the end; never a flush), PostgreSQL (a private database, dropped at the end) and
  * InMemoryLock (the library's own CPU, no I/O: shown, not judged). bench/once-report.ts reads
  * the ratios. Run by the suite: `npm run bench -- --only once`.
@@ -22,50 +23,34 @@ import { redisCpu } from "./backends/redis.js";
 import { privatePgDatabase } from "./backends/sql.js";
 import type { OnceCell, OnceRun, OnceStore } from "./once-report.js";
 import {
+  type ChargeResult,
+  type DecodeTiming,
+  decodeBench,
+  MARKER_BYTES,
+  type OrderResult,
+  orderIdFor,
+  RESULT_JSON_BYTES,
+  resultFor,
+  SMALL_RESULT_JSON_BYTES,
+  smallResultFor,
+} from "./once-results.js";
+import {
   fmtRate,
   interleaved,
   loadAverage,
   type Op,
   processCpu,
   progress,
+  type Result,
   type ServerCpu,
   type Settings,
+  spread,
 } from "./runner.js";
 import { check, expectRejection, LEASE_MS, RUN_ID, TTL_MS, version } from "./suite.js";
 
-/** The result a once() body returned for done key `i`: about 1,000 bytes of JSON. */
-export interface OrderResult {
-  orderId: string;
-  chargeId: string;
-  status: string;
-  items: Array<{ sku: string; quantity: number; priceCents: number }>;
-  note: string;
-}
-
-/** Bytes of JSON each recorded result is padded to (the "r:" marker adds 2): within 1 KiB. */
-export const RESULT_JSON_BYTES = 1_000;
-
-/** Done key `i`'s result: its own order id, so a replay of another key's record is caught. */
-export function resultFor(i: number): OrderResult {
-  const base: OrderResult = {
-    orderId: `order-${String(i).padStart(6, "0")}`,
-    chargeId: `ch_${String(i).padStart(6, "0")}_3NqkP9Lm2xQwZr8T`,
-    status: "charged",
-    items: Array.from({ length: 8 }, (_, k) => ({
-      sku: `SKU-${1000 + k}`,
-      quantity: 1 + (k % 3),
-      priceCents: 1999 + 100 * k,
-    })),
-    note: "",
-  };
-  // ASCII only: one byte per character, so the length is the byte count.
-  const pad = RESULT_JSON_BYTES - JSON.stringify(base).length;
-  if (pad < 0) throw new Error("bench: the once() result is over its size");
-  return { ...base, note: "n".repeat(pad) };
-}
-
 const KEY = {
   once: (i: number, settings: Settings) => `once:dup:${i % settings.dupKeys}`,
+  onceSmall: (i: number, settings: Settings) => `once-small:dup:${i % settings.dupKeys}`,
   lock: (i: number, settings: Settings) => `lock:dup:${i % settings.dupKeys}`,
 };
 
@@ -73,27 +58,46 @@ const neverRuns = (): never => {
   throw new Error("bench sanity check failed: a duplicate ran its body");
 };
 
-/** The two contenders over one backend. */
+/** A replayed result must be its done key's own: another key's, or a wrong shape, stops the run. */
+function checkReplay(value: { orderId: string }, expected: string, whole: boolean): void {
+  if (value.orderId !== expected) {
+    throw new Error(`bench sanity check failed: once() replayed ${value.orderId}, not ${expected}`);
+  }
+  if (!whole) {
+    throw new Error(
+      `bench sanity check failed: once() replayed ${expected}, not the whole result recorded`,
+    );
+  }
+}
+
+/** The three contenders over one backend. */
 function contenders(backend: LockBackend, settings: Settings): Array<readonly [string, Op]> {
   const options = { backend, leaseMs: LEASE_MS };
+  // What each key must replay, built before the clock runs: the checks cost both alike.
+  const keys = Array.from({ length: settings.dupKeys }, (_, k) => k);
+  const orderIds = keys.map(orderIdFor);
+  const chargeIds = keys.map((k) => smallResultFor(k).chargeId);
   return [
     [
       "once",
       async (i) => {
         const value = await once<OrderResult>(KEY.once(i, settings), options, neverRuns);
-        const expected = `order-${String(i % settings.dupKeys).padStart(6, "0")}`;
-        if (value.orderId !== expected || value.items.length !== 8) {
-          throw new Error(
-            `bench sanity check failed: once() replayed ${value.orderId}, not ${expected}`,
-          );
-        }
+        checkReplay(value, orderIds[i % settings.dupKeys]!, value.items.length === 8);
+      },
+    ],
+    [
+      "onceSmall",
+      async (i) => {
+        const value = await once<ChargeResult>(KEY.onceSmall(i, settings), options, neverRuns);
+        const k = i % settings.dupKeys;
+        checkReplay(value, orderIds[k]!, value.chargeId === chargeIds[k]);
       },
     ],
     ["lock", (i) => expectRejection(lock(KEY.lock(i, settings), options, neverRuns), Duplicate)],
   ];
 }
 
-/** The done keys of both, written through the verbs themselves, 32 at a time. */
+/** The done keys of all three, written through the verbs themselves, 30 at a time. */
 async function seed(backend: LockBackend, settings: Settings): Promise<void> {
   // Said before any write: once() would refuse it on every call, and the run time nothing.
   if (backend.supports?.results !== true) {
@@ -113,14 +117,20 @@ async function seed(backend: LockBackend, settings: Settings): Promise<void> {
   for (let i = 0; i < settings.dupKeys; i++) {
     pending.push(
       once(KEY.once(i, settings), options, () => resultFor(i)),
+      once(KEY.onceSmall(i, settings), options, () => smallResultFor(i)),
       lock(KEY.lock(i, settings), options, () => undefined),
     );
-    if (pending.length >= 32) await settle();
+    if (pending.length >= 30) await settle();
   }
   await settle();
   // A seeded once() key replays its result; a seeded lock() key is a duplicate.
   const replay = await once<OrderResult>(KEY.once(1, settings), options, neverRuns);
   check(replay.orderId === resultFor(1).orderId, "a seeded once() key replays its result");
+  const small = await once<ChargeResult>(KEY.onceSmall(1, settings), options, neverRuns);
+  check(
+    small.chargeId === smallResultFor(1).chargeId,
+    "a seeded small once() key replays its result",
+  );
   await expectRejection(lock(KEY.lock(1, settings), options, neverRuns), Duplicate);
 }
 
@@ -218,16 +228,27 @@ const STORES: Record<string, { title: string; start: (settings: Settings) => Pro
   postgres: { title: "PostgreSQL", start: postgres },
 };
 
-/** Every store, the two contenders interleaved at each in-flight count of `settings`. */
+/**
+ * The decode of both results alone, then every store, the three contenders interleaved at each
+ * in-flight count of `settings`.
+ */
 export async function onceBench(
   settings: Settings,
   only: readonly string[] = Object.keys(STORES),
 ): Promise<{ run: OnceRun; failed: boolean }> {
+  const loadAtStart = loadAverage();
+  const decode = decodeBench(settings);
+  const perCall = (t: DecodeTiming) => spread(t.cpuUs)?.median.toFixed(2) ?? "—";
+  progress(
+    `once: decode alone, CPU µs per call: ${perCall(decode.large)} (1 KiB), ${perCall(decode.small)} (100 B)`,
+  );
   const run: OnceRun = {
     settings,
     // The JSON and once()'s two-character marker ("r:"), as stored.
-    resultBytes: RESULT_JSON_BYTES + 2,
-    loadAtStart: loadAverage(),
+    resultBytes: RESULT_JSON_BYTES + MARKER_BYTES,
+    smallResultBytes: SMALL_RESULT_JSON_BYTES + MARKER_BYTES,
+    decode,
+    loadAtStart,
     loadAtEnd: "",
     stores: [],
   };
@@ -256,11 +277,13 @@ export async function onceBench(
             store: id,
             inFlight: c,
             once: results.get("once")!,
+            onceSmall: results.get("onceSmall")!,
             lock: results.get("lock")!,
           };
           result.cells.push(cell);
+          const per = (r: Result) => (cell.lock.opsPerSec / r.opsPerSec).toFixed(2);
           progress(
-            `  once ${id} ×${c}: once ${fmtRate(cell.once.opsPerSec)}/s, lock ${fmtRate(cell.lock.opsPerSec)}/s: once ÷ lock ${(cell.lock.opsPerSec / cell.once.opsPerSec).toFixed(2)}× per operation`,
+            `  once ${id} ×${c}: once 1 KiB ${fmtRate(cell.once.opsPerSec)}/s, 100 B ${fmtRate(cell.onceSmall.opsPerSec)}/s, lock ${fmtRate(cell.lock.opsPerSec)}/s: ÷ lock ${per(cell.once)}× and ${per(cell.onceSmall)}× per operation`,
           );
         } finally {
           await session.close();

@@ -8,7 +8,7 @@
  *   node --import tsx --import ./scripts/text-loader.mjs bench/cited/once-parts.ts
  */
 import { Duplicate, InMemoryLock, lock, once } from "gcp-pubsub-idempotency";
-import { resultFor } from "../once.js";
+import { resultFor } from "../once-results.js";
 
 const backend = new InMemoryLock();
 const options = { backend, leaseMs: 3_600_000 };

@@ -1,18 +1,27 @@
 /**
- * The once() cell's reading: once ÷ lock in time per operation round by round, judged by the
- * one spread rule against 1.1× on Redis and PostgreSQL; the result it replays stays within
- * 1 KiB; the report prints the section and the target row.
+ * The once() cell's reading: once ÷ lock in time per operation round by round, for the large
+ * and the small result, judged by the one spread rule against 1.1× on Redis and PostgreSQL;
+ * the results it replays stay within their sizes; the report prints the section (the three
+ * contenders, their CPU, the decode alone) and the target row.
  */
 import { describe, expect, it } from "vitest";
-import { RESULT_JSON_BYTES, resultFor } from "../../bench/once.js";
 import {
   clientCpuRatio,
   type OnceCell,
   type OnceRun,
   onceSection,
   onceTarget,
+  serverCpuRatio,
   timeRatio,
 } from "../../bench/once-report.js";
+import {
+  decodeBench,
+  RESULT_JSON_BYTES,
+  recordedJson,
+  resultFor,
+  SMALL_RESULT_JSON_BYTES,
+  smallResultFor,
+} from "../../bench/once-results.js";
 import { type RunResult, renderMarkdown, targets } from "../../bench/report.js";
 import { type Result, SETTINGS } from "../../bench/runner.js";
 
@@ -27,12 +36,26 @@ const result = (rates: number[], serverCpu?: number[]): Result => ({
   ...(serverCpu ? { serverCpu } : {}),
 });
 
-const cell = (store: string, once: number[], lock: number[], inFlight = 16): OnceCell => ({
+/**
+ * A cell whose rounds ran at these ops/s; server CPU 20, 12 and 10 µs per operation. The small
+ * result's rounds default to lock's (a ratio of 1).
+ */
+const cell = (
+  store: string,
+  once: number[],
+  lock: number[],
+  inFlight = 16,
+  small: number[] = lock,
+): OnceCell => ({
   store,
   inFlight,
   once: result(
     once,
     once.map(() => 20),
+  ),
+  onceSmall: result(
+    small,
+    small.map(() => 12),
   ),
   lock: result(
     lock,
@@ -43,6 +66,17 @@ const cell = (store: string, once: number[], lock: number[], inFlight = 16): Onc
 const run = (cells: OnceCell[]): OnceRun => ({
   settings: SETTINGS.quick,
   resultBytes: 1_002,
+  smallResultBytes: 102,
+  decode: {
+    roundMs: 75,
+    rounds: 3,
+    large: { cpuUs: [2.5, 2.4, 3.1], wallUs: [2.6, 2.5, 3.3], calls: [30_000, 31_000, 24_000] },
+    small: {
+      cpuUs: [0.41, 0.4, 0.52],
+      wallUs: [0.43, 0.42, 0.6],
+      calls: [180_000, 176_000, 150_000],
+    },
+  },
   loadAtStart: "0.50 0.40 0.30",
   loadAtEnd: "0.60 0.40 0.30",
   stores: ["memory", "redis", "postgres"].map((id) => ({
@@ -55,27 +89,55 @@ const run = (cells: OnceCell[]): OnceRun => ({
 
 describe("the once() cell's ratio", () => {
   it("is once's time per operation over lock's: lock's ops/s ÷ once's, round by round", () => {
-    const c = cell("redis", [100, 50, 80], [110, 100, 80]);
+    const c = cell("redis", [100, 50, 80], [110, 100, 80], 16, [110, 50, 40]);
     expect(timeRatio(c)).toEqual({ min: 1, median: 1.1, max: 2 });
     expect(clientCpuRatio(c)).toEqual({ min: 1, median: 1.1, max: 2 });
+    // The small result's contender, against the same lock() rounds.
+    expect(timeRatio(c, "onceSmall")).toEqual({ min: 1, median: 2, max: 2 });
+    expect(clientCpuRatio(c, "onceSmall")).toEqual({ min: 1, median: 2, max: 2 });
+    expect(serverCpuRatio(c)).toEqual({ min: 2, median: 2, max: 2 });
+    expect(serverCpuRatio(c, "onceSmall")).toEqual({ min: 1.2, median: 1.2, max: 1.2 });
   });
 
-  it("meets the target only when both stores' whole spreads are within 1.1×", () => {
+  it("meets the target only when both stores' whole spreads are within 1.1×, for both results", () => {
     const met = onceTarget(
       run([cell("redis", [100, 100, 100], [105, 100, 95]), cell("postgres", [90, 90], [95, 99])]),
     );
     expect(met.met).toBe(true);
-    expect(met.measured).toBe("redis 1.00× [0.95–1.05], postgres 1.08× [1.06–1.10]");
+    expect(met.measured).toBe(
+      "redis 1,002 B 1.00× [0.95–1.05], redis 102 B 1.00×, postgres 1,002 B 1.08× [1.06–1.10], postgres 102 B 1.00×",
+    );
+    expect(met.cause).toBeUndefined();
     const straddles = onceTarget(
       run([cell("redis", [100, 100], [105, 120]), cell("postgres", [100], [100])]),
     );
     expect(straddles).toMatchObject({ met: undefined, straddles: true });
-    const missed = onceTarget(run([cell("redis", [50, 60], [100, 100])]));
+    // The large result within the bound, the small one over it: missed all the same.
+    const smallMissed = onceTarget(
+      run([cell("redis", [100, 100], [100, 100], 16, [80, 85]), cell("postgres", [100], [100])]),
+    );
+    expect(smallMissed.met).toBe(false);
+    expect(smallMissed.cause).toContain("The 102 B result misses the bound too");
+  });
+
+  it("says where it is missed: the three contenders' CPU, the decode alone, the small result's reading", () => {
+    const missed = onceTarget(
+      run([
+        cell("redis", [50, 60], [100, 100], 16, [100, 100]),
+        cell("postgres", [100, 100], [100, 100]),
+      ]),
+    );
     expect(missed.met).toBe(false);
-    // Its cause: the run's own CPU per operation of both, then what would be needed.
-    expect(missed.cause).toContain("redis client 18333 vs 10000, server 20.0 vs 10.0");
+    expect(missed.cause).toContain(
+      "once(1,002 B) / once(102 B) / lock: redis client 18333 / 10000 / 10000, server 20.0 / 12.0 / 10.0",
+    );
+    expect(missed.cause).toContain(
+      "decode alone, in this run: 2.50 µs of CPU per call for the 1,002 B result, 0.41 µs for the 102 B one",
+    );
+    expect(missed.cause).toContain(
+      "The 102 B result meets the bound on both stores: what is over it is the 1,002 B result's size.",
+    );
     expect(missed.cause).toContain("Needed:");
-    expect(met.cause).toBeUndefined();
   });
 
   it("is not met with a store missing, and not measured without a run", () => {
@@ -86,26 +148,59 @@ describe("the once() cell's ratio", () => {
   });
 });
 
-describe("the once() cell's result", () => {
-  it("is 1,000 bytes of JSON (1,002 recorded with its marker), its own order id per key", () => {
+describe("the once() cell's results", () => {
+  it("are 1,000 and 100 bytes of JSON (2 more recorded with the marker), their own order id per key", () => {
+    const size = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
     for (const i of [0, 7, 999_999]) {
-      const text = JSON.stringify(resultFor(i));
-      expect(new TextEncoder().encode(text).length).toBe(RESULT_JSON_BYTES);
+      expect(size(resultFor(i))).toBe(RESULT_JSON_BYTES);
+      expect(size(smallResultFor(i))).toBe(SMALL_RESULT_JSON_BYTES);
+      expect(smallResultFor(i).orderId).toBe(resultFor(i).orderId);
     }
     expect(RESULT_JSON_BYTES + 2).toBeLessThanOrEqual(1024);
     expect(resultFor(7).orderId).toBe("order-000007");
+    expect(smallResultFor(7).chargeId).not.toBe(smallResultFor(8).chargeId);
+  });
+
+  it("are decoded from the text once() records, marker removed", () => {
+    const text = recordedJson(smallResultFor(3));
+    expect(text).toBe(JSON.stringify(smallResultFor(3)));
+    expect(JSON.parse(text)).toEqual(smallResultFor(3));
+  });
+
+  it("are decoded alone round by round, both sizes in every round", () => {
+    const d = decodeBench({ ...SETTINGS.smoke, rounds: 2, warmupMs: 1, roundMs: 20 });
+    expect(d.rounds).toBe(2);
+    for (const t of [d.large, d.small]) {
+      expect(t.calls).toHaveLength(2);
+      expect(t.cpuUs).toHaveLength(2);
+      expect(t.wallUs).toHaveLength(2);
+      for (const n of t.calls) expect(n).toBeGreaterThan(0);
+    }
   });
 });
 
 describe("the report", () => {
-  it("prints each cell with its ratios, the failures, and the target row", () => {
-    const r = run([cell("redis", [100, 100], [105, 95])]);
+  it("prints each cell's three contenders with their ratios, CPU, the decode alone, the failures, and the target row", () => {
+    const r = run([cell("redis", [100, 100], [105, 95], 16, [50, 50])]);
     r.stores[2]!.error = "SqlLock does not store results yet";
     r.stores[2]!.versions = "";
     const text = onceSection(r).join("\n");
-    expect(text).toContain("| redis | 16 | 100 |");
-    expect(text).toContain("| 1.00× [0.95–1.05] |");
-    expect(text).toContain("20.0 vs 10.0 | 2.00× |");
+    expect(text).toContain(
+      "| once(1,002 B) ops/s | p50 ms | p99 ms | once(102 B) ops/s | p50 ms | p99 ms | lock ops/s |",
+    );
+    expect(text).toContain(
+      "| redis | 16 | 100 | 1.00 | 2.00 | 50 | 1.00 | 2.00 | 100 | 1.00 | 2.00 | 1.00× [0.95–1.05] | 2.00× [1.90–2.10] |",
+    );
+    // CPU: client µs/op of the three, each ratio; server the same.
+    expect(text).toContain(
+      "| redis | 16 | 10000 / 20000 / 10025 | 1.00× [0.95–1.05] | 2.00× [1.90–2.10] | 20.0 / 12.0 / 10.0 | 2.00× | 1.20× |",
+    );
+    expect(text).toContain("| 1,002 B | 2.50 [2.40–3.10] | 2.60 [2.50–3.30] | 30,000 |");
+    expect(text).toContain("| 102 B | 0.41 [0.40–0.52] | 0.43 [0.42–0.60] | 176,000 |");
+    // What once() adds over lock() in client CPU, beside the decode: medians' difference.
+    expect(text).toContain(
+      "at 16 in flight (medians, once(1,002 B) and once(102 B)): redis -25.1 and 9975.",
+    );
     expect(text).toContain("- **postgres failed:** SqlLock does not store results yet");
     const full: RunResult = {
       settings: SETTINGS.quick,
@@ -123,9 +218,11 @@ describe("the report", () => {
       charts: {},
       once: r,
     };
-    expect(targets(full).some((t) => t.what.startsWith("once() duplicate (a 1,002-byte"))).toBe(
-      true,
-    );
+    expect(
+      targets(full).some((t) =>
+        t.what.startsWith("once() duplicate (a 1,002-byte and a 102-byte result replayed)"),
+      ),
+    ).toBe(true);
     expect(renderMarkdown(full)).toContain("## once() against lock() on a duplicate");
   });
 });

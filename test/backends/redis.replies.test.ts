@@ -54,6 +54,15 @@ describe("RedisLock reading script replies", () => {
     const resultOnly = await backendAnswering(["done", "result", ""]).claim("k", 1_000);
     expect(resultOnly).toEqual({ status: "done", result: "" });
     expect(resultOnly).not.toHaveProperty("fingerprint");
+    // A result alone (claim.lua's common once() duplicate) is the stored text, no array.
+    expect(await backendAnswering("r:1").claim("k", 1_000)).toEqual({
+      status: "done",
+      result: "r:1",
+    });
+    expect(await backendAnswering(Buffer.from("r:é")).claim("k", 1_000)).toEqual({
+      status: "done",
+      result: "r:é",
+    });
     // GLIDE with a bytes decoder answers Buffers for the strings.
     const bytes = ["done", "result", "r:é"].map((t) => Buffer.from(t));
     expect(await backendAnswering(bytes).claim("k", 1_000)).toEqual({
@@ -155,7 +164,8 @@ describe("RedisLock reading script replies", () => {
     ["an old-format claim reply", ["won", 1, 2], "claim"],
     ["a negative number", -5, "claim"],
     ["a fraction", 1.5, "claim"],
-    ["a string", "0", "claim"],
+    ["an empty string", "", "claim"],
+    ["empty bytes", Buffer.alloc(0), "claim"],
     ["a pair of strings", ["1", "2"], "claim"],
     ["a held answer without its fingerprint", ["held", 5, null], "claim"],
     ["a held answer with a time of 0", ["held", 0, "fp"], "claim"],

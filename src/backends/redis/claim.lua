@@ -27,9 +27,12 @@
     {fencingId, leaseExpiresAt}          won: the key is ours
     leaseExpiresAt                       held: a live holder owns it until then (epoch ms > 0)
     0                                    done: completed within its ttl
+    result                               done, with a non-empty result and no fingerprint:
+                                         the stored text alone, the one string reply, so
+                                         once()'s common duplicate builds and parses no array
     {'held', leaseExpiresAt, fingerprint}  held, by a holder whose claim stored a fingerprint
-    {'done', name, value, ...}           done, with what the record keeps: the pairs
-                                         'fingerprint', fp and 'result', result, each only when stored
+    {'done', name, value, ...}           done, otherwise: the pairs 'fingerprint', fp and
+                                         'result', result, each only when stored
   Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
   One HMGET reads every field. Only a done record has a result, so a result is read for nothing
   only between a done record's expiresAt and its deletion by PEXPIREAT, and goes back as stored.
@@ -61,6 +64,9 @@ local fence = us
 if r[1] then
   if r[1] == 'done' then
     if now < tonumber(r[4]) then
+      if r[6] and r[6] ~= '' and not r[5] then
+        return r[6]
+      end
       if r[5] or r[6] then
         local reply = {'done'}
         if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end

@@ -258,9 +258,13 @@ export class RedisLock implements LockBackend {
     if (fingerprint !== undefined) args.push(fingerprint);
     const reply = await this.call("claim", key, CLAIM, args);
     // claim.lua answers in integers where the record keeps nothing more: 0 done, a positive
-    // leaseExpiresAt held, {fence, until} won; else {'held', until, fp} or {'done', fp, result}.
+    // leaseExpiresAt held, {fence, until} won, a result's text done; else {'held', until, fp}
+    // or {'done', ...the stored pairs}.
     if (reply === 0) return DONE;
     if (isInt(reply) && reply > 0) return { status: "held", leaseExpiresAt: reply };
+    // A done record's result alone comes back as its text (claim.lua, Output).
+    const result = text(reply);
+    if (result !== undefined && result !== "") return { status: "done", result };
     if (Array.isArray(reply)) {
       if (reply.length === 2) {
         const fencingId: unknown = reply[0];

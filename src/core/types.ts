@@ -20,7 +20,7 @@ import type { Claim, LockBackend } from "./port.js";
  * - `outcome`: `duplicate`, `held`, `failed`, `fenced_out`, `payload_mismatch`, `unkeyed`,
  *   `invalid_key`, `malformed`, `too_large`, `unguarded`, `release_failed`,
  *   `complete_failed`, `result_not_recorded`, `hook_failed`, `client_gone`, `settle_failed`,
- *   `renew_failed`, `heartbeat_stopped`;
+ *   `ack_failed` (with `ackError`, the AckError's code), `renew_failed`, `heartbeat_stopped`;
  * - `reason`: why, when there is one (the error's text, the 400 or 503 answer);
  *
  * then the line's own extras (`fencingId`, `leaseExpiresAt`, `stack`, `alert`, …). A field

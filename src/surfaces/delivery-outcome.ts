@@ -27,13 +27,28 @@ export interface Unclaimed {
   readonly key?: undefined;
 }
 
+/** The codes of `@google-cloud/pubsub`'s `AckError`. */
+export type AckErrorCode = "PERMISSION_DENIED" | "FAILED_PRECONDITION" | "INVALID" | "OTHER";
+
+/**
+ * Pull on an exactly-once subscription: the delivery ended to be acked, but Pub/Sub refused
+ * the ack (`ackWithResponse()` rejected with an AckError, or answered other than SUCCESS).
+ * The message will be redelivered; the key's DONE record makes that a duplicate.
+ */
+export interface AckFailed {
+  readonly kind: "ack_failed";
+  readonly key: string | undefined;
+  readonly code: AckErrorCode;
+  readonly error: Error;
+}
+
 /**
  * What became of one delivery. Acked: `ran`, `fenced_out`, `complete_failed`, `duplicate`,
- * `unguarded`, `disabled`. Nacked: `held`, `failed`, `payload_mismatch`, `unkeyed`,
- * `invalid_key`. A `failed`
+ * `unguarded`, `disabled` (and `ack_failed`, an ack Pub/Sub refused). Nacked: `held`,
+ * `failed`, `payload_mismatch`, `unkeyed`, `invalid_key`. A `failed`
  * delivery's error is always an Error (a thrown non-Error is wrapped in a ThrownValue).
  */
-export type DeliveryOutcome = CycleOutcome<unknown> | Unkeyed | UnusableKey | Unclaimed;
+export type DeliveryOutcome = CycleOutcome<unknown> | Unkeyed | UnusableKey | Unclaimed | AckFailed;
 
 /** True when the message is settled: a 2xx, an ack, a resolved promise. */
 export function acked(outcome: DeliveryOutcome): boolean {

@@ -13,7 +13,7 @@ import {
 import { reportPeerLoading } from "../core/peer.js";
 import type { TransactionalLockBackend } from "../core/port.js";
 import type { DeliveryTelemetry } from "../core/telemetry/trace.js";
-import type { LockOptions, StepsOption } from "../core/types.js";
+import type { LockOptions, Logger, StepsOption } from "../core/types.js";
 import {
   assertFunction,
   booleanOption,
@@ -29,6 +29,7 @@ import {
   resolveRequestTimeout,
   warnLeaseShorterThanTimeout,
 } from "./deadline.js";
+import type { DeliveryOutcome } from "./delivery-outcome.js";
 import { type FingerprintOf, type PublishedPayload, resolveFingerprint } from "./fingerprint.js";
 
 /**
@@ -156,6 +157,12 @@ export interface SurfaceSpec<D extends Delivery, I> {
   call(handler: AnyHandler, delivery: D, signal: AbortSignal): unknown;
   /** Call it in transaction mode, the store's transaction second. */
   callInTransaction(handler: AnyHandler, delivery: D, tx: unknown, signal: AbortSignal): unknown;
+  /**
+   * Settle the message inside the delivery's span, answering the outcome telemetry counts
+   * (pull: the ack or nack, `ack_failed` when Pub/Sub refuses the ack). Never rejects. A
+   * surface without it answers once the delivery returns.
+   */
+  settle?(delivery: D, outcome: DeliveryOutcome, logger: Logger): Promise<DeliveryOutcome>;
 }
 
 /** A surface's function, built: its options resolved, its spec and handler bound. */

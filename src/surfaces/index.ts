@@ -27,4 +27,4 @@ export {
   type Req,
   type Res,
 } from "./http-types.js";
-export { idempotentMessage } from "./pull.js";
+export { idempotentMessage, type PullGatewayOptions } from "./pull.js";

@@ -23,7 +23,20 @@ export function deliver<D extends Delivery, I>(
   gateway: Gateway<D, I>,
   delivery: D,
 ): Promise<DeliveryOutcome> {
-  return traceDelivery(gateway, delivery, deliverWith, deliveryTrace);
+  const run = gateway.spec.settle ? deliverAndSettle : deliverWith;
+  return traceDelivery(gateway, delivery, run, deliveryTrace);
+}
+
+/** The delivery, then the surface settles its message, both inside the delivery's span. */
+async function deliverAndSettle<D extends Delivery, I>(
+  gateway: Gateway<D, I>,
+  delivery: D,
+  logger: Logger,
+  under: Observation | undefined,
+): Promise<DeliveryOutcome> {
+  const outcome = await deliverWith(gateway, delivery, logger, under);
+  const { settle } = gateway.spec;
+  return settle ? settle(delivery, outcome, logger) : outcome;
 }
 
 async function deliverWith<D extends Delivery, I>(

@@ -1,8 +1,10 @@
 // The pull surface: a `subscription.on("message")` listener, which settles each message with
-// ack() or nack() and, since the emitter ignores promises, never rejects.
+// ack() or nack() (confirmed where the subscription has exactly-once delivery: pull-settle.ts)
+// and, since the emitter ignores promises, never rejects.
 import { deliveryFields, errorText, type MessageRef } from "../core/logger.js";
 import { PUBSUB_TRACEPARENT_ATTRIBUTE } from "../core/trace-context.js";
-import { acked, logFailure } from "./delivery-outcome.js";
+import { booleanOption, readOptions } from "../core/validate.js";
+import { logFailure } from "./delivery-outcome.js";
 import type { PublishedPayload } from "./fingerprint.js";
 import { readQuietly } from "./formats/fields.js";
 import type { PubSubMessageLike } from "./formats/pull-message.js";
@@ -14,6 +16,36 @@ import {
   type TransactionalGatewayOptions,
 } from "./gateway.js";
 import { deliver } from "./pipeline.js";
+import { type SettleMode, settleMode, settlePulled } from "./pull-settle.js";
+
+/** What {@link idempotentMessage} takes besides the options of every surface. */
+const PULL_OPTIONS = ["exactlyOnce"] as const;
+
+/**
+ * `idempotentMessage` options: the gateway's, and how the listener acks.
+ *
+ * @example
+ * ```ts
+ * import { PubSub } from "@google-cloud/pubsub";
+ * import { idempotentMessage, InMemoryLock, type PullGatewayOptions } from "gcp-pubsub-idempotency";
+ *
+ * // Refuse to settle a message without confirmation (a subscription with exactly-once delivery).
+ * const options: PullGatewayOptions = { backend: new InMemoryLock(), exactlyOnce: true };
+ * new PubSub().subscription("orders-worker").on("message", idempotentMessage(options, async () => {}));
+ * ```
+ */
+export type PullGatewayOptions<M extends PubSubMessageLike = PubSubMessageLike> =
+  GatewayOptions<M> & {
+    /**
+     * How the listener learns whether Pub/Sub took its ack. Unset (the default): through the
+     * message's `ackWithResponse()` / `nackWithResponse()` whenever it has them, which on a
+     * subscription with exactly-once delivery wait for Pub/Sub's answer (a refused ack is the
+     * `ack_failed` outcome) and on any other ack or nack at once, as `@google-cloud/pubsub`
+     * decides from the subscription. `true`: the same, and a message without those methods is
+     * an ERROR line; `false`: `ack()` / `nack()` only, never waiting for an answer.
+     */
+    exactlyOnce?: boolean | undefined;
+  };
 
 /** The message of a line written before any of its fields could be read. */
 const NOTHING_READ: MessageRef = {};
@@ -42,13 +74,16 @@ const NOTHING_READ: MessageRef = {};
  * ```
  */
 export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike, Tx = unknown>(
-  options: TransactionalGatewayOptions<GatewayOptions<M>, Tx>,
+  options: TransactionalGatewayOptions<PullGatewayOptions<M>, Tx>,
   handler: (message: M, tx: Tx, signal: AbortSignal) => unknown,
 ): (message: M) => Promise<void>;
 /**
  * Wrap a pull subscriber's `message` listener. Acks on success or duplicate; nacks on
  * contention, a handler error or no key. Never rejects: `subscription.on("message")`
- * ignores promises, so every failure is logged instead.
+ * ignores promises, so every failure is logged instead. On a subscription with exactly-once
+ * delivery it acks with `ackWithResponse()`: an ack Pub/Sub refuses is logged as
+ * `ack_failed` with the AckError's code, and its redelivery is a duplicate (the `exactlyOnce`
+ * option of {@link PullGatewayOptions}).
  *
  * Note: `nack()` redelivers at once unless the subscription has a retry policy; give
  * it one so contention does not spin.
@@ -70,22 +105,22 @@ export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLik
  * ```
  */
 export function idempotentMessage<M extends PubSubMessageLike = PubSubMessageLike>(
-  options: GatewayOptions<M>,
+  options: PullGatewayOptions<M>,
   handler: (message: M, signal: AbortSignal) => unknown,
 ): (message: M) => Promise<void>;
 export function idempotentMessage<M extends PubSubMessageLike, Tx>(
-  options: GatewayOptions<M> | TransactionalGatewayOptions<GatewayOptions<M>, Tx>,
+  options: PullGatewayOptions<M> | TransactionalGatewayOptions<PullGatewayOptions<M>, Tx>,
   handler:
     | ((message: M, signal: AbortSignal) => unknown)
     | ((message: M, tx: Tx, signal: AbortSignal) => unknown),
 ): (message: M) => Promise<void> {
   const gateway = buildGateway(PULL as SurfaceSpec<PullDelivery<M>, M>, options, handler);
+  const own = readOptions("idempotentMessage()", options, false, PULL_OPTIONS, false);
+  const mode = settleMode(booleanOption("options.exactlyOnce", own.exactlyOnce));
   const { logger } = gateway;
   return async (message) => {
     // A pulled Message does not name its subscription: the lines carry id and attempt.
     let about: MessageRef = NOTHING_READ;
-    let key: string | undefined;
-    let ack = false;
     try {
       const id = message.id;
       const attempt = message.deliveryAttempt;
@@ -95,28 +130,20 @@ export function idempotentMessage<M extends PubSubMessageLike, Tx>(
         messageId: typeof id === "string" ? id : undefined,
         deliveryAttempt:
           typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
+        mode,
       };
       about = delivery;
-      const outcome = await deliver(gateway, delivery);
-      ack = acked(outcome);
-      key = outcome.key;
-      if (outcome.kind === "failed") logFailure(logger, outcome, about);
+      // The spec's settle acks or nacks it, inside the delivery's span.
+      await deliver(gateway, delivery);
+      return;
     } catch (error) {
       // A message whose fields cannot be read: nack it, never leave it leased.
       logger.error(
         "reading the message failed; nacking",
         deliveryFields("failed", undefined, about, errorText(error)),
       );
-    }
-    try {
-      if (ack) message.ack();
-      else message.nack();
-    } catch (error) {
-      // An unhandled rejection would crash the worker; the lease expiry redelivers it.
-      logger.error(
-        "settling the message failed",
-        deliveryFields("settle_failed", key, about, errorText(error)),
-      );
+      const unread = { kind: "failed", key: undefined, error, inBody: false } as const;
+      await settlePulled(message, unread, mode, about, logger);
     }
   };
 }
@@ -126,6 +153,8 @@ interface PullDelivery<M> extends Delivery {
   readonly message: M;
   /** `message.id` as read, for the reason when it is no usable id. */
   readonly id: unknown;
+  /** How to ack or nack it (the `exactlyOnce` option). */
+  readonly mode: SettleMode;
 }
 
 type PlainHandler = (message: unknown, signal: AbortSignal) => unknown;
@@ -148,6 +177,11 @@ const PULL: SurfaceSpec<PullDelivery<unknown>, unknown> = {
   call: (handler, d, signal) => (handler as PlainHandler)(d.message, signal),
   callInTransaction: (handler, d, tx, signal) =>
     (handler as HandlerInTransaction)(d.message, tx, signal),
+  own: PULL_OPTIONS,
+  settle: (d, outcome, logger) => {
+    if (outcome.kind === "failed") logFailure(logger, outcome, d);
+    return settlePulled(d.message, outcome, d.mode, d, logger);
+  },
 };
 
 /** What `fingerprint: true` hashes of a pulled message: its data, attributes and ordering key. */

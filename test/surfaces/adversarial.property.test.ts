@@ -294,6 +294,18 @@ const pullCase = fc.record({
   action,
   asyncHandler: fc.boolean(),
   duplicate: fc.boolean(),
+  // ackWithResponse()/nackWithResponse(), as exactly-once clients have them: what they do.
+  withResponse: fc.option(
+    fc.record({
+      how: fc.constantFrom("resolve", "reject", "throw"),
+      value: fc.oneof(
+        fc.constantFrom<unknown>("SUCCESS", "INVALID", "OTHER", "PERMISSION_DENIED"),
+        fc.record({ errorCode: fc.oneof(fc.string(), fc.constantFrom("INVALID", "OTHER")) }),
+        fc.anything(),
+      ),
+    }),
+    { nil: undefined },
+  ),
 });
 
 describe("adversarial pull messages", () => {
@@ -322,6 +334,19 @@ describe("adversarial pull messages", () => {
           settlements.push("nack");
         },
       } as Record<string, unknown>;
+      const answer = c.withResponse;
+      if (answer !== undefined) {
+        // The listener must settle through these alone, and survive whatever they do.
+        for (const verb of ["ack", "nack"]) {
+          message[`${verb}WithResponse`] = () => {
+            settlements.push(verb);
+            if (answer.how === "throw") throw answer.value;
+            return answer.how === "reject"
+              ? Promise.reject(answer.value)
+              : Promise.resolve(answer.value);
+          };
+        }
+      }
       Object.defineProperty(message, "id", {
         get() {
           if (c.idGetterThrows) throw new Error("id getter");
@@ -387,6 +412,12 @@ const optionRules: Record<string, (v: unknown) => boolean> = {
       )),
   maxBodyBytes: (v) =>
     v === undefined || (typeof v === "number" && Number.isSafeInteger(v) && v > 0),
+  exactlyOnce: (v) => v === undefined || typeof v === "boolean",
+};
+/** The options only one surface takes; the others refuse them as unknown names. */
+const ownOptions: Record<string, string> = {
+  maxBodyBytes: "idempotentHttp",
+  exactlyOnce: "idempotentMessage",
 };
 const hostileValue = fc.oneof(
   fc.anything(),
@@ -428,9 +459,9 @@ describe("hostile options on every surface", () => {
     fc.constantFrom(...(Object.keys(surfaces) as (keyof typeof surfaces)[])),
     (name, value, surface) => {
       const options = { backend: new InMemoryLock(), [name]: value } as never;
-      // maxBodyBytes is idempotentHttp's own; the others refuse it as an unknown name.
+      const owner = ownOptions[name];
       const valid =
-        name === "maxBodyBytes" && surface !== "idempotentHttp"
+        owner !== undefined && owner !== surface
           ? false
           : (optionRules[name] as (v: unknown) => boolean)(value);
       let error: unknown;

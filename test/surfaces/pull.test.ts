@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
+import { InvalidConfiguration } from "../../src/core/errors.js";
 import { idempotentMessage } from "../../src/surfaces/index.js";
 import { fakeMessage } from "../../src/testing/index.js";
 import { captureLogger, gate } from "./helpers.js";
@@ -110,5 +111,129 @@ describe("idempotentMessage", () => {
     await onMessage(fakeMessage("x", { attributes: { orderId: "o-9" } }));
     await onMessage(fakeMessage("x", { attributes: { orderId: "o-9" } }));
     expect(calls).toBe(1);
+  });
+});
+
+// The real exactly-once behaviour is tested on the emulator (pull.emulator.test.ts); these
+// message-likes are user input whose settle methods answer whatever they like.
+describe("idempotentMessage settling with ackWithResponse / nackWithResponse", () => {
+  /** A fake message whose *WithResponse methods answer `answer` (rejecting when `reject`). */
+  function confirming(answer: unknown, reject = false, id?: string) {
+    const m = fakeMessage("x", id === undefined ? {} : { messageId: id });
+    const calls: string[] = [];
+    const respond = (verb: string) => () => {
+      calls.push(verb);
+      return reject ? Promise.reject(answer) : Promise.resolve(answer);
+    };
+    return {
+      message: {
+        ...m,
+        ackWithResponse: respond("ackWithResponse"),
+        nackWithResponse: respond("nackWithResponse"),
+      },
+      calls,
+      settlements: m.settlements,
+    };
+  }
+
+  it("settles through them when the message has them, and an answered SUCCESS writes no line", async () => {
+    const logger = captureLogger();
+    const onMessage = idempotentMessage({ backend: new InMemoryLock(), logger }, () => {});
+    const c = confirming("SUCCESS");
+    await onMessage(c.message);
+    expect(c.calls).toEqual(["ackWithResponse"]);
+    expect(c.settlements).toEqual([]);
+    expect(logger.lines).toEqual([]);
+  });
+
+  it.each([
+    [
+      "an AckError",
+      { errorCode: "PERMISSION_DENIED", message: "PERMISSION_DENIED : denied" },
+      true,
+      "PERMISSION_DENIED",
+    ],
+    ["an answered INVALID", "INVALID", false, "INVALID"],
+    ["an answer it does not know", "MAYBE", false, "OTHER"],
+  ])("a refused ack (%s) is ack_failed with the code", async (_, answer, reject, code) => {
+    const logger = captureLogger();
+    let runs = 0;
+    const onMessage = idempotentMessage({ backend: new InMemoryLock(), logger }, () => {
+      runs += 1;
+    });
+    const c = confirming(answer, reject, "eo-1");
+    await expect(onMessage(c.message)).resolves.toBeUndefined();
+    const [line] = logger.lines;
+    expect(logger.lines).toHaveLength(1);
+    expect(line?.severity).toBe("WARNING");
+    expect(line?.fields).toMatchObject({ key: "eo-1", outcome: "ack_failed", ackError: code });
+    // The redelivery Pub/Sub makes of it meets the DONE record.
+    const again = confirming("SUCCESS", false, "eo-1");
+    await onMessage(again.message);
+    expect(runs).toBe(1);
+    expect(logger.lines.at(-1)?.fields.outcome).toBe("duplicate");
+  });
+
+  it("a refused ack of an unguarded delivery is an ERROR: nothing guards its redelivery", async () => {
+    const logger = captureLogger();
+    const onMessage = idempotentMessage(
+      { backend: new InMemoryLock(), logger, key: () => undefined, allowUnguarded: true },
+      () => {},
+    );
+    await onMessage(confirming({ errorCode: "FAILED_PRECONDITION" }, true).message);
+    const failed = logger.lines.filter((l) => l.fields.outcome === "ack_failed");
+    expect(failed.map((l) => l.severity)).toEqual(["ERROR"]);
+    expect(failed[0]?.message).toContain("runs the handler again");
+  });
+
+  it("a refused nack is a WARNING and the outcome stands; a non-AckError rejection is settle_failed", async () => {
+    const logger = captureLogger();
+    const onMessage = idempotentMessage({ backend: new InMemoryLock(), logger }, () => {
+      throw new Error("boom");
+    });
+    await onMessage(confirming({ errorCode: "INVALID" }, true).message);
+    expect(logger.lines.map((l) => [l.severity, l.fields.outcome, l.fields.ackError])).toEqual([
+      ["ERROR", "failed", undefined],
+      ["WARNING", "settle_failed", "INVALID"],
+    ]);
+    const other = captureLogger();
+    const ok = idempotentMessage({ backend: new InMemoryLock(), logger: other }, () => {});
+    await ok(confirming(new TypeError("channel closed"), true).message);
+    expect(other.lines.map((l) => [l.severity, l.fields.outcome])).toEqual([
+      ["ERROR", "settle_failed"],
+    ]);
+  });
+
+  it("exactlyOnce: false uses ack() and nack() even when the message has the others", async () => {
+    const onMessage = idempotentMessage(
+      { backend: new InMemoryLock(), logger: captureLogger(), exactlyOnce: false },
+      () => {},
+    );
+    const c = confirming("SUCCESS");
+    await onMessage(c.message);
+    expect(c.calls).toEqual([]);
+    expect(c.settlements).toEqual(["ack"]);
+  });
+
+  it("exactlyOnce: true with a message that cannot confirm: one ERROR line, and ack() all the same", async () => {
+    const logger = captureLogger();
+    const onMessage = idempotentMessage(
+      { backend: new InMemoryLock(), logger, exactlyOnce: true },
+      () => {},
+    );
+    const m = fakeMessage("x");
+    await onMessage(m);
+    expect(m.settlements).toEqual(["ack"]);
+    expect(logger.at("ERROR").map((l) => l.fields.outcome)).toEqual(["settle_failed"]);
+    expect(logger.at("ERROR")[0]?.message).toContain("options.exactlyOnce is true");
+  });
+
+  it("exactlyOnce must be a boolean", () => {
+    expect(() =>
+      idempotentMessage({ backend: new InMemoryLock(), exactlyOnce: "yes" as never }, () => {}),
+    ).toThrow(InvalidConfiguration);
+    expect(() =>
+      idempotentMessage({ backend: new InMemoryLock(), exactlyOnce: "yes" as never }, () => {}),
+    ).toThrow(/options\.exactlyOnce must be true or false/);
   });
 });

@@ -10,7 +10,10 @@ import { type OtelApi, otelApi } from "./api.js";
 import { INSTRUMENTATION_NAME, type Instruments, instrumentsOf, tracerOf } from "./instruments.js";
 import type { TelemetrySettings } from "./settings.js";
 
-/** What an observed verb or delivery did; `held` is a key held elsewhere (InProgress). */
+/**
+ * What an observed verb or delivery did; `held` is a key held elsewhere (InProgress),
+ * `ack_failed` an ack Pub/Sub refused (pull, exactly-once).
+ */
 export type ObservedOutcome =
   | "ran"
   | "duplicate"
@@ -22,7 +25,8 @@ export type ObservedOutcome =
   | "unkeyed"
   | "invalid_key"
   | "unguarded"
-  | "disabled";
+  | "disabled"
+  | "ack_failed";
 
 /** How an observation ends: the outcome, the key once known, the error of a failure. */
 export interface Ending {
@@ -213,7 +217,7 @@ export class Observation {
       }
       if (this.fencingId !== undefined) span.setAttribute(ATTR.fencingId, this.fencingId);
       if (this.waitedMs !== undefined) span.setAttribute(ATTR.waitedMs, this.waitedMs);
-      if (kind === "failed") failSpan(span, ending.error);
+      if (kind === "failed" || kind === "ack_failed") failSpan(span, ending.error);
       else if (kind === "fenced_out" || kind === "complete_failed") {
         span.setStatus({ code: STATUS_ERROR, message: kind });
       }

@@ -55,6 +55,24 @@ const ATTEMPTS_BEYOND_CONTENTION = 3;
 const seconds = (ms: number): string => `${+(ms / 1_000).toFixed(3)} s`;
 
 /**
+ * The least ack deadline `@google-cloud/pubsub` uses on a subscription with exactly-once
+ * delivery: it sets its stream to 60 s and extends each message by at least that, whatever
+ * the subscription's own ack deadline says.
+ */
+export const EXACTLY_ONCE_MIN_ACK_DEADLINE_SECONDS = 60;
+
+/**
+ * The ack deadline a pulled message gets: the subscription's, raised to 60 s on an
+ * exactly-once pull subscription (exactly-once applies to pull only).
+ */
+export function effectiveAckDeadlineSeconds(facts: SubscriptionFacts): number {
+  const raised = facts.exactlyOnce && facts.pushEndpoint === undefined;
+  return raised
+    ? Math.max(facts.ackDeadlineSeconds, EXACTLY_ONCE_MIN_ACK_DEADLINE_SECONDS)
+    : facts.ackDeadlineSeconds;
+}
+
+/**
  * The times (ms after the first delivery) of every delivery attempt of one message that falls
  * inside one lease: a copy that meets a held key is nacked each time, and Pub/Sub's backoff
  * doubles from the minimum up to the maximum between attempts. Undefined without a retry
@@ -107,10 +125,15 @@ function leaseRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
       arithmetic: "heartbeat on: the lease is renewed while the body runs",
     };
   }
-  const run = sizing.maxRunMs ?? facts.ackDeadlineSeconds * 1_000;
+  const deadline = effectiveAckDeadlineSeconds(facts);
+  const run = sizing.maxRunMs ?? deadline * 1_000;
+  const raised =
+    deadline > facts.ackDeadlineSeconds
+      ? `, exactly-once's minimum, above the subscription's ${facts.ackDeadlineSeconds} s`
+      : "";
   const source =
     sizing.maxRunMs === undefined
-      ? "the ack deadline, standing in for the longest run; set --max-run"
+      ? `the ack deadline${raised}, standing in for the longest run; set --max-run`
       : "--max-run";
   const pass = sizing.leaseMs > run;
   return {

@@ -16,6 +16,8 @@ import {
 import {
   checkRules,
   DEFAULT_HOLDER_LIFE_MS,
+  EXACTLY_ONCE_MIN_ACK_DEADLINE_SECONDS,
+  effectiveAckDeadlineSeconds,
   type RuleResult,
   type Sizing,
   type SubscriptionFacts,
@@ -219,7 +221,11 @@ function report(facts: SubscriptionFacts, sizing: Sizing, rules: RuleResult[]): 
           ? "none"
           : `OIDC token of ${facts.pushAuth.serviceAccountEmail}${facts.pushAuth.audience ? `, audience ${facts.pushAuth.audience}` : ""}`
     }`,
-    `ack deadline        ${facts.ackDeadlineSeconds} s`,
+    `ack deadline        ${facts.ackDeadlineSeconds} s${
+      effectiveAckDeadlineSeconds(facts) > facts.ackDeadlineSeconds
+        ? ` (exactly-once: the client library uses at least ${EXACTLY_ONCE_MIN_ACK_DEADLINE_SECONDS} s)`
+        : ""
+    }`,
     `retry policy        ${
       facts.retryPolicy === undefined
         ? "none (a nack is redelivered at once)"
@@ -230,7 +236,13 @@ function report(facts: SubscriptionFacts, sizing: Sizing, rules: RuleResult[]): 
         ? "none"
         : `to ${facts.deadLetter.topic} after ${facts.deadLetter.maxDeliveryAttempts} attempts`
     }`,
-    `exactly-once        ${facts.exactlyOnce ? "on" : "off"}`,
+    `exactly-once        ${
+      facts.exactlyOnce
+        ? facts.pushEndpoint === undefined
+          ? "on (idempotentMessage confirms each ack: a refused one is logged ack_failed)"
+          : "on, but a push subscription: exactly-once covers pull only"
+        : "off"
+    }`,
     `service             lease ${formatDuration(sizing.leaseMs)}, ttl ${formatDuration(sizing.ttlMs)}, heartbeat ${sizing.heartbeat ? "on" : "off"}`,
     "",
   ];

@@ -155,6 +155,40 @@ describe("the rules as arithmetic", () => {
     });
   });
 
+  it("exactly-once pull: the ack deadline standing in for the run is at least 60 s, the client library's minimum", () => {
+    const pull = {
+      ...facts,
+      pushEndpoint: undefined,
+      pushAuth: undefined,
+      ackDeadlineSeconds: 10,
+      exactlyOnce: true,
+    };
+    const short = { ...sizing, leaseMs: 30_000 };
+    expect(checkRules(pull, short).find((r) => r.rule === "lease")).toEqual({
+      rule: "lease",
+      title: "the lease outlasts the work",
+      verdict: "fail",
+      arithmetic:
+        "lease 30 s ≤ longest run 60 s (the ack deadline, exactly-once's minimum, above the subscription's 10 s, standing in for the longest run; set --max-run)",
+      fix: "lengthen the lease above 60 s, or turn on heartbeat",
+    });
+    // The same lease passes without exactly-once, and with a deadline already above 60 s.
+    expect(verdicts({ ...pull, exactlyOnce: false }, short).lease).toBe("pass");
+    expect(
+      verdicts({ ...pull, ackDeadlineSeconds: 20 }, { ...sizing, leaseMs: 61_000 }).lease,
+    ).toBe("pass");
+    expect(
+      verdicts({ ...pull, ackDeadlineSeconds: 120 }, { ...sizing, leaseMs: 90_000 }).lease,
+    ).toBe("fail");
+    // A push subscription has no exactly-once: its own deadline stands.
+    expect(verdicts({ ...facts, ackDeadlineSeconds: 10, exactlyOnce: true }, short).lease).toBe(
+      "pass",
+    );
+    expect(subscriptionFacts({ name: "n", enableExactlyOnceDelivery: true }).exactlyOnce).toBe(
+      true,
+    );
+  });
+
   it("reads the REST form field by field, defaults for what the API leaves out, refusing odd shapes", () => {
     expect(
       subscriptionFacts({ name: "projects/p/subscriptions/s", retryPolicy: {} }),
@@ -242,6 +276,11 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
     });
     await create("pull-no-retry", { deadLetterPolicy: deadLetter(20) });
     await create("pull-bare", {});
+    await create("pull-exactly-once", {
+      ackDeadlineSeconds: 10,
+      retryPolicy,
+      enableExactlyOnceDelivery: true,
+    });
   });
   afterAll(() => cli?.remove());
 
@@ -352,6 +391,30 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
     expect(result.stdout).toContain(`subscription        ${subscription("healthy")}\n`);
     expect(result.stdout).toContain("service             lease 5m, ttl 1h, heartbeat off\n");
     expect(result.stdout).toMatch(/^ {4}lease 300 s > longest run 60 s/m);
+  });
+
+  it("exactly-once pull: a lease under the 60 s minimum ack deadline breaks rule 1", async () => {
+    const short = await doctor(
+      "--subscription",
+      subscription("pull-exactly-once"),
+      "--lease",
+      "30s",
+    );
+    expect(short.code).toBe(1);
+    expect(short.stdout).toContain(
+      "ack deadline        10 s (exactly-once: the client library uses at least 60 s)\n",
+    );
+    expect(short.stdout).toContain("exactly-once        on (idempotentMessage confirms each ack");
+    expect(short.stdout).toMatch(
+      /^✗ rule 1: the lease outlasts the work\n {4}lease 30 s ≤ longest run 60 s \(the ack deadline, exactly-once's minimum, above the subscription's 10 s/m,
+    );
+    const long = await doctor(
+      "--subscription",
+      subscription("pull-exactly-once"),
+      "--lease",
+      "90s",
+    );
+    expect(long.stdout).toMatch(/^✓ rule 1: .+\n {4}lease 90 s > longest run 60 s/m);
   });
 
   it("a subscription that does not exist: exit 3, naming it", async () => {

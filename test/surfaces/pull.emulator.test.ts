@@ -1,6 +1,6 @@
 // The pull surface on the Pub/Sub emulator: a subscription with exactly-once delivery (the
 // emulator honours it: an ack with a stale ack id is refused with INVALID, and the message is
-// redelivered).
+// redelivered), and a subscription with message ordering.
 //
 // An ack is made stale the way Pub/Sub makes it so: the message's ack id is expired (a
 // ModifyAckDeadline of 0 through the admin client, as a lease that lapsed would) while its
@@ -8,6 +8,7 @@
 import { type Message, PubSub, type Subscription, v1 } from "@google-cloud/pubsub";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
+import { mutex } from "../../src/core/verbs/lock.js";
 import { idempotentMessage } from "../../src/surfaces/index.js";
 import { type Emulator, PROJECT } from "../support/gcloud-emulator.js";
 import { emulatorOrSkip } from "../support/required.js";
@@ -222,6 +223,112 @@ describe.skipIf(emulator === undefined)("pull on the Pub/Sub emulator", () => {
           ackError: "INVALID",
         });
         expect(logger.lines.filter((l) => l.fields.outcome === "ack_failed")).toEqual([]);
+      } finally {
+        subscription.removeListener("message", listener);
+        await subscription.close();
+      }
+    });
+  });
+
+  describe("a subscription with message ordering", () => {
+    /**
+     * One order's status updates, as the pull guide shows them: each carries its sequence
+     * number, and under a mutex per ordering key an update applies only right after its
+     * predecessor; an early one throws (nack) and comes back.
+     */
+    function statusWorker(options: { checkSequence: boolean; failOnce: number; replay: number }) {
+      const backend = new InMemoryLock();
+      const logger = captureLogger();
+      const effects: number[] = [];
+      const duplicates: string[] = [];
+      let applied = 0;
+      let failuresLeft = 1;
+      let replaysLeft = 1;
+      let subscription: Subscription | undefined;
+      const onMessage = idempotentMessage<Message>(
+        { backend, logger, onDuplicate: (key) => void duplicates.push(key) },
+        async (m) => {
+          const seq = Number(m.attributes.seq);
+          // Pub/Sub replays a key's messages after a nack, acked ones included; the emulator
+          // does not, so this update hands itself back once after it is applied.
+          const replay = seq === options.replay && replaysLeft-- > 0;
+          const apply = () => {
+            if (options.checkSequence) {
+              if (seq <= applied) return;
+              if (seq !== applied + 1) {
+                throw new Error(`update ${seq} arrived before update ${applied + 1}`);
+              }
+            }
+            if (seq === options.failOnce && failuresLeft-- > 0) throw new Error("transient");
+            effects.push(seq);
+            applied = seq;
+          };
+          if (options.checkSequence) {
+            await mutex(`status:${m.orderingKey}`, { backend, logger, waitMs: 10_000 }, apply);
+          } else {
+            apply();
+          }
+          if (replay && subscription) await expireAckId(subscription, m);
+        },
+      );
+      return {
+        logger,
+        effects,
+        duplicates,
+        listen(on: Subscription) {
+          subscription = on;
+          const listener = (m: Message) => void onMessage(m);
+          on.on("message", listener);
+          return listener;
+        },
+      };
+    }
+
+    async function publishSequence(publish: (data: string, extra?: object) => Promise<string>) {
+      const ids: string[] = [];
+      for (let seq = 1; seq <= 6; seq++) {
+        ids.push(
+          await publish(`status ${seq}`, {
+            orderingKey: "order-1",
+            attributes: { seq: String(seq) },
+          }),
+        );
+      }
+      return ids;
+    }
+
+    it("a failure mid-sequence: effects stay in order with a mutex per ordering key, a replayed update is a duplicate", async () => {
+      const { subscription, publish } = await subscribe({ ordering: true });
+      const ids = await publishSequence(publish);
+      const worker = statusWorker({ checkSequence: true, failOnce: 3, replay: 2 });
+      const listener = worker.listen(subscription);
+      try {
+        await until(
+          () => worker.effects.length === 6 && worker.duplicates.length > 0,
+          20_000,
+          "every update applied and the replay skipped",
+        );
+        expect(worker.effects).toEqual([1, 2, 3, 4, 5, 6]);
+        // The applied update that came back ran no second time: its DONE record skipped it.
+        expect(worker.duplicates).toEqual([ids[1]]);
+        const reasons = worker.logger.at("ERROR").map((l) => l.fields.reason);
+        expect(reasons).toContain("Error: transient");
+      } finally {
+        subscription.removeListener("message", listener);
+        await subscription.close();
+      }
+    });
+
+    it("control: without the sequence check the Node client runs later updates before the failed one comes back", async () => {
+      const { subscription, publish } = await subscribe({ ordering: true });
+      await publishSequence(publish);
+      const worker = statusWorker({ checkSequence: false, failOnce: 3, replay: 0 });
+      const listener = worker.listen(subscription);
+      try {
+        await until(() => worker.effects.length === 6, 20_000, "every update applied");
+        // @google-cloud/pubsub hands every message of a key to the listener at once.
+        expect(worker.effects).not.toEqual([1, 2, 3, 4, 5, 6]);
+        expect([...worker.effects].sort()).toEqual([1, 2, 3, 4, 5, 6]);
       } finally {
         subscription.removeListener("message", listener);
         await subscription.close();

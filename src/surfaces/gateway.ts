@@ -162,7 +162,11 @@ export interface SurfaceSpec<D extends Delivery, I> {
    * (pull: the ack or nack, `ack_failed` when Pub/Sub refuses the ack). Never rejects. A
    * surface without it answers once the delivery returns.
    */
-  settle?(delivery: D, outcome: DeliveryOutcome, logger: Logger): Promise<DeliveryOutcome>;
+  settle?(
+    delivery: D,
+    outcome: DeliveryOutcome,
+    logger: Logger,
+  ): DeliveryOutcome | Promise<DeliveryOutcome>;
 }
 
 /** A surface's function, built: its options resolved, its spec and handler bound. */

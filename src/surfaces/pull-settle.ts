@@ -34,60 +34,82 @@ const ACK_ERROR_CODES: ReadonlySet<string> = new Set<AckErrorCode>([
 ]);
 
 /**
- * Ack or nack one message as its outcome says ({@link acked}). Never rejects: an
+ * Ack or nack one message as its outcome says ({@link acked}). Never rejects or throws: an
  * unhandled rejection would crash the worker. A refused ack becomes the `ack_failed` outcome
  * (with one log line); a refused nack is logged and the outcome stands (the ack deadline
- * redelivers the message either way).
+ * redelivers the message either way). Synchronous unless there is an answer to wait for.
  */
-export async function settlePulled(
+export function settlePulled(
   message: unknown,
   outcome: DeliveryOutcome,
   mode: SettleMode,
   about: MessageRef,
   logger: Logger,
-): Promise<DeliveryOutcome> {
+): DeliveryOutcome | Promise<DeliveryOutcome> {
   const ack = acked(outcome);
   const verb = ack ? "ack" : "nack";
-  let refused: { code: AckErrorCode; error: Error } | undefined;
   try {
-    const confirmed = mode === "plain" ? undefined : withResponse(message, verb);
-    if (confirmed === undefined) {
-      if (mode === "confirmed") missingMethod(verb, outcome.key, about, logger);
-      plain(message, verb);
-    } else {
-      const answer: unknown = await confirmed();
-      if (answer !== "SUCCESS") refused = answered(verb, answer);
-    }
+    const method = mode === "plain" ? undefined : withResponse(message, verb);
+    if (method !== undefined) return confirmed(message, method, ack, outcome, about, logger);
+    if (mode === "confirmed") missingMethod(verb, outcome.key, about, logger);
+    plain(message, verb);
+  } catch (error) {
+    settleFailed(error, outcome, about, logger);
+  }
+  return outcome;
+}
+
+/** Settle through `ackWithResponse` / `nackWithResponse` and read Pub/Sub's answer. */
+async function confirmed(
+  message: unknown,
+  method: () => unknown,
+  ack: boolean,
+  outcome: DeliveryOutcome,
+  about: MessageRef,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  let refused: { code: AckErrorCode; error: Error };
+  try {
+    const answer: unknown = await method.call(message);
+    if (answer === "SUCCESS") return outcome;
+    refused = answered(ack ? "ack" : "nack", answer);
   } catch (error) {
     const code = ackErrorCode(error);
     if (code === undefined) {
-      // ack()/nack() itself threw (a closed channel, a broken message-like): the lease
-      // expiry redelivers the message.
-      logger.error(
-        "settling the message failed",
-        deliveryFields("settle_failed", outcome.key, about, errorText(error)),
-      );
+      settleFailed(error, outcome, about, logger);
       return outcome;
     }
     refused = { code, error: error as Error };
   }
-  if (refused === undefined) return outcome;
-  if (!ack) {
-    logger.warn(
-      "Pub/Sub refused the nack; the message comes back when its ack deadline passes",
-      deliveryFields("settle_failed", outcome.key, about, errorText(refused.error), {
-        ackError: refused.code,
-      }),
-    );
-    return outcome;
-  }
-  return ackFailed(outcome, refused.code, refused.error, about, logger);
+  if (ack) return ackFailed(outcome, refused.code, refused.error, about, logger);
+  logger.warn(
+    "Pub/Sub refused the nack; the message comes back when its ack deadline passes",
+    deliveryFields("settle_failed", outcome.key, about, errorText(refused.error), {
+      ackError: refused.code,
+    }),
+  );
+  return outcome;
 }
 
-/** The message's `ackWithResponse` / `nackWithResponse`, bound, when it has one. */
+/** ack()/nack() itself threw (a closed channel, a broken message-like): the lease expiry redelivers it. */
+function settleFailed(
+  error: unknown,
+  outcome: DeliveryOutcome,
+  about: MessageRef,
+  logger: Logger,
+): void {
+  logger.error(
+    "settling the message failed",
+    deliveryFields("settle_failed", outcome.key, about, errorText(error)),
+  );
+}
+
+/** The message's `ackWithResponse` / `nackWithResponse`, when it has one. */
 function withResponse(message: unknown, verb: "ack" | "nack"): (() => unknown) | undefined {
-  const method: unknown = (message as Record<string, unknown>)[`${verb}WithResponse`];
-  return typeof method === "function" ? () => method.call(message) : undefined;
+  const method: unknown = (message as Record<string, unknown>)[
+    verb === "ack" ? "ackWithResponse" : "nackWithResponse"
+  ];
+  return typeof method === "function" ? (method as () => unknown) : undefined;
 }
 
 function plain(message: unknown, verb: "ack" | "nack"): void {

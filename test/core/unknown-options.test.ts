@@ -51,7 +51,7 @@ const owners: Record<
     build: (x) => idempotentHttp({ backend, ...x } as never, body),
   },
   idempotentMessage: {
-    names: GATEWAY,
+    names: [...GATEWAY, "exactlyOnce"],
     build: (x) => idempotentMessage({ backend, ...x } as never, body),
   },
   "idempotentHttp options.auth": {
@@ -206,7 +206,7 @@ describe("the refusal says what was meant", () => {
     [
       "idempotentMessage",
       { zzz: 1 },
-      "`zzz` is not an option of idempotentMessage; known options: backend, leaseMs, waitMs, logger, heartbeat, telemetry, key, onDuplicate, allowUnguarded, transaction, fingerprint, steps",
+      "`zzz` is not an option of idempotentMessage; known options: backend, leaseMs, waitMs, logger, heartbeat, telemetry, key, onDuplicate, allowUnguarded, transaction, fingerprint, steps, exactlyOnce",
     ],
     ["lock()", { lease: 1 }, "`lease` is not an option of lock; did you mean `leaseMs`?"],
     ["mutex()", { WaitMs: 1 }, "`WaitMs` is not an option of mutex; did you mean `waitMs`?"],

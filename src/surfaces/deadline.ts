@@ -129,9 +129,43 @@ export function waitWithinDeadline(
   timeoutMs: number,
   startedAt: number,
 ): ResolvedLockOptions {
-  const reserveMs = Math.min(1_000, Math.floor(timeoutMs / 10));
-  const leftMs = Math.max(0, Math.floor(startedAt + timeoutMs - reserveMs - Date.now()));
+  const leftMs = leftOfHold(timeoutMs, startedAt);
   return leftMs < lock.waitMs ? { ...lock, waitMs: leftMs } : lock;
+}
+
+/**
+ * Pub/Sub's longest push ack deadline, 600 s: it stops listening to a push by then, so no push
+ * surface holds a delivery longer, whatever the platform's request timeout.
+ */
+export const PUSH_HOLD_MAX_MS = 600_000;
+
+/**
+ * How long `@google-cloud/pubsub` keeps a pulled message leased by default (its
+ * `maxExtensionTime`, 60 minutes from receipt); the pull surface cannot read the subscriber's
+ * own setting, so `deadLetter.maxWaitMs` is how a shorter one is told.
+ */
+export const PULL_HOLD_DEFAULT_MS = 60 * 60_000;
+
+/**
+ * The longest a surface can hold one delivery, in ms from its start: a push until its request
+ * deadline (the platform's timeout when known) and never past Pub/Sub's longest push ack
+ * deadline, `limitMs` (an option) only shortening it; a pulled message until its lease ends,
+ * `limitMs` when given (the subscriber's own `maxExtensionTime`), else the client's default.
+ */
+export function holdLimitMs(
+  request: boolean,
+  timeout: RequestTimeout | undefined,
+  limitMs: number | undefined,
+): number {
+  if (!request) return limitMs ?? PULL_HOLD_DEFAULT_MS;
+  const push = Math.min(timeout?.ms ?? PUSH_HOLD_MAX_MS, PUSH_HOLD_MAX_MS);
+  return limitMs === undefined ? push : Math.min(push, limitMs);
+}
+
+/** What is left of `limitMs` from `startedAt`, less the reserve {@link waitWithinDeadline} keeps. */
+export function leftOfHold(limitMs: number, startedAt: number): number {
+  const reserveMs = Math.min(1_000, Math.floor(limitMs / 10));
+  return Math.max(0, Math.floor(startedAt + limitMs - reserveMs - Date.now()));
 }
 
 /** The least of an event emitter the client watch needs: `node:http`'s req and res have it. */

@@ -25,6 +25,11 @@ import {
 import type { step } from "../core/verbs/step.js";
 import type { lockInTransaction } from "../core/verbs/transaction.js";
 import {
+  type DeadLetterOptions,
+  type ResolvedDeadLetter,
+  resolveDeadLetter,
+} from "./dead-letter.js";
+import {
   type RequestTimeout,
   resolveRequestTimeout,
   warnLeaseShorterThanTimeout,
@@ -79,6 +84,13 @@ export type GatewayOptions<I> = LockOptions & {
    * its writes: see {@link TransactionalGatewayOptions}. Needs a backend with transactions.
    */
   transaction?: false | undefined;
+  /**
+   * The subscription's dead-letter policy, so contention does not use up its attempts: on a
+   * message's last attempts a copy that meets a held key waits for the holder (as long as the
+   * surface can hold it) instead of nacking, and `onExhausted` sees the delivery that will be
+   * dead-lettered. Needs the `deliveryAttempt` Pub/Sub sends with a dead-letter policy.
+   */
+  deadLetter?: DeadLetterOptions<I> | undefined;
 };
 
 /**
@@ -187,6 +199,8 @@ export interface Gateway<D extends Delivery, I> extends DeliveryTelemetry {
   readonly fingerprint: FingerprintOf<D> | undefined;
   /** With `steps: true` the handler runs in a step scope. */
   readonly steps: boolean;
+  /** The `deadLetter` option, checked. */
+  readonly deadLetter: ResolvedDeadLetter | undefined;
 }
 
 const GATEWAY_OPTIONS = [
@@ -196,6 +210,7 @@ const GATEWAY_OPTIONS = [
   "transaction",
   "fingerprint",
   "steps",
+  "deadLetter",
 ] as const;
 const PUSH_OPTIONS = [...GATEWAY_OPTIONS, "requestTimeoutMs"] as const;
 
@@ -254,6 +269,7 @@ export function buildGateway<D extends Delivery, I>(
       spec.keyInput,
     ),
     steps: booleanOption("options.steps", o.steps) ?? false,
+    deadLetter: resolveDeadLetter(where, o.deadLetter),
     telemetry: lock.telemetry,
     verbName: transaction ? "lockInTransaction" : "lock",
     backendName: backendName(lock.backend, "custom"),

@@ -1,4 +1,5 @@
 export { idempotent } from "./cloud-event.js";
+export type { DeadLetterOptions, ExhaustedReason, NackedOutcome } from "./dead-letter.js";
 export type { RequestTimeoutOptions } from "./deadline.js";
 export { gatewayDisabled } from "./disabled.js";
 export type { CloudEventAttributes } from "./formats/cloud-event-attributes.js";

@@ -13,6 +13,13 @@ import { firstTraceparent } from "../core/trace-context.js";
 import type { Logger } from "../core/types.js";
 import { assertValidKey } from "../core/validate.js";
 import { scopedBody, unguardedScope } from "../core/verbs/scope.js";
+import {
+  knownAttempt,
+  lastAttemptOptions,
+  onLastAttempts,
+  reportExhausted,
+  warnNoAttempt,
+} from "./dead-letter.js";
 import { waitWithinDeadline } from "./deadline.js";
 import type { DeliveryOutcome } from "./delivery-outcome.js";
 import { DISABLED_ENV, gatewayDisabled, warnDisabledOnce } from "./disabled.js";
@@ -39,11 +46,39 @@ async function deliverAndSettle<D extends Delivery, I>(
   return settle ? settle(delivery, outcome, logger) : outcome;
 }
 
+/**
+ * The delivery, dead-letter aware when `deadLetter` is set and the message carries its
+ * attempt: its last attempts wait for a holder, and the one Pub/Sub dead-letters is reported
+ * (and shown to onExhausted) before the surface nacks it.
+ */
 async function deliverWith<D extends Delivery, I>(
   gateway: Gateway<D, I>,
   delivery: D,
   logger: Logger,
   under: Observation | undefined,
+): Promise<DeliveryOutcome> {
+  const { deadLetter } = gateway;
+  if (deadLetter === undefined) return deliverOnce(gateway, delivery, logger, under, false);
+  const attempt = knownAttempt(delivery);
+  if (attempt === undefined) {
+    warnNoAttempt(`${gateway.spec.name}()`, deadLetter, delivery, logger);
+    return deliverOnce(gateway, delivery, logger, under, false);
+  }
+  const last = onLastAttempts(deadLetter, attempt);
+  const outcome = await deliverOnce(gateway, delivery, logger, under, last);
+  if (attempt >= deadLetter.maxDeliveryAttempts) {
+    const input = () => gateway.spec.keyInput(delivery);
+    await reportExhausted(deadLetter, input, outcome, attempt, delivery, logger);
+  }
+  return outcome;
+}
+
+async function deliverOnce<D extends Delivery, I>(
+  gateway: Gateway<D, I>,
+  delivery: D,
+  logger: Logger,
+  under: Observation | undefined,
+  lastAttempts: boolean,
 ): Promise<DeliveryOutcome> {
   if (gatewayDisabled()) {
     warnDisabledOnce(logger);
@@ -97,7 +132,7 @@ async function deliverWith<D extends Delivery, I>(
     // As a key function's throw: a bug or an unreadable message, never an ack.
     return { kind: "failed", key, error: asError("the fingerprint", error), inBody: false };
   }
-  const options = optionsFor(gateway, delivery);
+  const options = optionsFor(gateway, delivery, lastAttempts);
   const outcome = await traceCycle(
     {
       mode: gateway.transaction ? "transaction" : "lock",
@@ -238,14 +273,24 @@ function disabledWithoutTransaction(): DeliveryOutcome {
   return { kind: "failed", key: undefined, error, inBody: false };
 }
 
-/** The lock options of one delivery: `waitMs` kept inside the request's deadline, if known. */
+/**
+ * The lock options of one delivery: `waitMs` kept inside the request's deadline, if known; on
+ * its last attempts (`deadLetter`), the wait as long as the surface can hold it.
+ */
 function optionsFor<D extends Delivery, I>(
   gateway: Gateway<D, I>,
   delivery: D,
+  lastAttempts: boolean,
 ): ResolvedLockOptions {
-  const { lock, requestTimeout } = gateway;
-  if (requestTimeout === undefined || lock.waitMs === 0) return lock;
-  return waitWithinDeadline(lock, requestTimeout.ms, delivery.startedAt ?? Date.now());
+  const { lock, requestTimeout, deadLetter } = gateway;
+  const startedAt = delivery.startedAt ?? Date.now();
+  const usual =
+    requestTimeout === undefined || lock.waitMs === 0
+      ? lock
+      : waitWithinDeadline(lock, requestTimeout.ms, startedAt);
+  if (!lastAttempts || deadLetter === undefined) return usual;
+  const surface = { request: gateway.spec.request, timeout: requestTimeout };
+  return lastAttemptOptions(lock, usual, deadLetter, surface, startedAt);
 }
 
 /** The messaging attributes and remote parent of one delivery; never throws. */

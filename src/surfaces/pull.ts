@@ -131,6 +131,7 @@ export function idempotentMessage<M extends PubSubMessageLike, Tx>(
         deliveryAttempt:
           typeof attempt === "number" && Number.isInteger(attempt) ? attempt : undefined,
         mode,
+        startedAt: receivedAt(message),
       };
       about = delivery;
       // The spec's settle acks or nacks it, inside the delivery's span.
@@ -183,6 +184,16 @@ const PULL: SurfaceSpec<PullDelivery<unknown>, unknown> = {
     return settlePulled(d.message, outcome, d.mode, d, logger);
   },
 };
+
+/**
+ * When the client received the message (`Message.received`, epoch ms), where its lease began;
+ * now for a message without a plausible one. Only deadLetter's wait reads it.
+ */
+function receivedAt(message: unknown): number {
+  const now = Date.now();
+  const received = readQuietly(message, "received");
+  return typeof received === "number" && received > 0 && received <= now ? received : now;
+}
 
 /** What `fingerprint: true` hashes of a pulled message: its data, attributes and ordering key. */
 function pullPayload(message: unknown): PublishedPayload {

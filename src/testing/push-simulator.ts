@@ -78,6 +78,12 @@ export interface SimulateOptions {
    */
   deliveryAttempts?: boolean;
   /**
+   * A dead-letter policy's max delivery attempts (5 to 100, as Pub/Sub allows): a message whose
+   * delivery numbered this or higher is not acked is dead-lettered, and no chain delivers it
+   * again. Pub/Sub counts attempts with or without `deliveryAttempts`. Default: no policy.
+   */
+  maxDeliveryAttempts?: number;
+  /**
    * The `Authorization` header of each delivery, as an authenticated push subscription sends
    * it; a function is called per delivery (e.g. `() => identity.authorization()` with a
    * {@link createTestIdentity} identity, or `identity.forge(kind)`, undefined for `missing`).
@@ -108,6 +114,8 @@ export interface MessageReport {
   readonly statuses: number[];
   /** True when at least one delivery got a 2xx. */
   readonly acked: boolean;
+  /** True when `maxDeliveryAttempts` was given and a delivery at or past it was not acked. */
+  readonly deadLettered: boolean;
 }
 
 /**
@@ -133,6 +141,8 @@ export interface SimulationReport {
   readonly messages: MessageReport[];
   /** Message ids that never got a 2xx. */
   readonly unacked: string[];
+  /** Message ids the dead-letter policy (`maxDeliveryAttempts`) took. */
+  readonly deadLettered: string[];
 }
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
@@ -223,6 +233,15 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
   const maxRedeliveries = whole("maxRedeliveries", options.maxRedeliveries, 5, 0);
   const backoffMs = whole("backoffMs", options.backoffMs, 20, 0);
   const withAttempts = options.deliveryAttempts ?? true;
+  const deadLetterAt = options.maxDeliveryAttempts ?? Number.POSITIVE_INFINITY;
+  if (
+    deadLetterAt !== Number.POSITIVE_INFINITY &&
+    !(Number.isSafeInteger(deadLetterAt) && deadLetterAt >= 5 && deadLetterAt <= 100)
+  ) {
+    throw new InvalidConfiguration(
+      `simulatePushDeliveries maxDeliveryAttempts must be an integer from 5 to 100 (a dead-letter policy's bounds), got ${String(deadLetterAt)}`,
+    );
+  }
   const { authorization } = options;
   const authorizationOf = typeof authorization === "function" ? authorization : () => authorization;
 
@@ -285,14 +304,19 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
   }) => {
     const statuses: number[] = [];
     let attempt = 0;
-    // Each copy is an independent delivery chain that retries its own nacks.
+    let deadLettered = false;
+    // Each copy is an independent delivery chain that retries its own nacks; the attempt
+    // count is the message's, as Pub/Sub keeps it.
     const chain = async () => {
-      for (let retry = 0; ; retry += 1) {
+      for (let retry = 0; !deadLettered; retry += 1) {
         attempt += 1;
-        const status = await post(target, delivery.request(attempt), authorizationOf());
+        const numbered = attempt;
+        const status = await post(target, delivery.request(numbered), authorizationOf());
         statuses.push(status);
         count(status);
-        if ((status >= 200 && status < 300) || retry >= maxRedeliveries) return;
+        if (status >= 200 && status < 300) return;
+        if (numbered >= deadLetterAt) deadLettered = true;
+        if (deadLettered || retry >= maxRedeliveries) return;
         await sleep(backoffMs * 2 ** retry);
       }
     };
@@ -304,6 +328,7 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
       messageId: delivery.messageId,
       statuses,
       acked: statuses.some((s) => s >= 200 && s < 300),
+      deadLettered,
     };
   };
 
@@ -327,6 +352,7 @@ export async function simulatePushDeliveries(options: SimulateOptions): Promise<
       deliveries,
       messages,
       unacked: messages.filter((m) => !m.acked).map((m) => m.messageId),
+      deadLettered: messages.filter((m) => m.deadLettered).map((m) => m.messageId),
     };
   } finally {
     if (server) {

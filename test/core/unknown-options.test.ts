@@ -206,7 +206,7 @@ describe("the refusal says what was meant", () => {
     [
       "idempotentMessage",
       { zzz: 1 },
-      "`zzz` is not an option of idempotentMessage; known options: backend, leaseMs, waitMs, logger, heartbeat, telemetry, key, onDuplicate, allowUnguarded, transaction, fingerprint, steps, exactlyOnce",
+      "`zzz` is not an option of idempotentMessage; known options: backend, leaseMs, waitMs, logger, heartbeat, telemetry, key, onDuplicate, allowUnguarded, transaction, fingerprint, steps, deadLetter, exactlyOnce",
     ],
     ["lock()", { lease: 1 }, "`lease` is not an option of lock; did you mean `leaseMs`?"],
     ["mutex()", { WaitMs: 1 }, "`WaitMs` is not an option of mutex; did you mean `waitMs`?"],

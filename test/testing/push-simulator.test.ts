@@ -57,6 +57,28 @@ describe("simulatePushDeliveries", () => {
     }
   });
 
+  it("with maxDeliveryAttempts, dead-letters a message whose numbered attempt is refused", async () => {
+    const attempts: (number | undefined)[] = [];
+    const fn = idempotentHttp({ backend: new InMemoryLock(), logger: captureLogger() }, (m) => {
+      attempts.push(m.deliveryAttempt);
+      throw new Error("poison");
+    });
+    const report = await simulatePushDeliveries({
+      handler: fn,
+      messages: ["x", "y"],
+      copies: 1,
+      maxRedeliveries: 50,
+      backoffMs: 0,
+      maxDeliveryAttempts: 5,
+    });
+    expect(report.deadLettered).toHaveLength(2);
+    expect(report.messages.map((m) => [m.statuses, m.deadLettered])).toEqual([
+      [[500, 500, 500, 500, 500], true],
+      [[500, 500, 500, 500, 500], true],
+    ]);
+    expect(attempts.filter((a) => a === 5)).toHaveLength(2);
+  });
+
   it("refuses counts that would deliver nothing or loop, naming the option", async () => {
     const handler = idempotentHttp({ backend: new InMemoryLock() }, () => {});
     for (const [option, value] of [
@@ -64,6 +86,9 @@ describe("simulatePushDeliveries", () => {
       ["concurrency", 0],
       ["maxRedeliveries", -1],
       ["backoffMs", 1.5],
+      ["maxDeliveryAttempts", 4],
+      ["maxDeliveryAttempts", 101],
+      ["maxDeliveryAttempts", 7.5],
     ] as const) {
       await expect(
         simulatePushDeliveries({ handler, messages: ["x"], [option]: value }),

@@ -63,6 +63,13 @@ new FirestoreLock({ retry: { attempt: 3 } });
 new SqlLock({ client: db, tabel: "x" });
 // @ts-expect-error SpannerLock's option is `instanceId`
 new SpannerLock({ projectId: "p", instance: "i", databaseId: "d" });
+// @ts-expect-error a typo inside deadLetter
+idempotentMessage({ backend, deadLetter: { maxDeliveryAttempt: 10 } }, body);
+// @ts-expect-error onExhausted gets the surface's input: a pull Message has no `req`
+idempotentMessage(
+  { backend, deadLetter: { maxDeliveryAttempts: 10, onExhausted: (m) => m.req } },
+  body,
+);
 // @ts-expect-error transaction mode needs a backend with transactions
 idempotentHttp({ backend, transaction: true }, async (_message, _tx) => {});
 
@@ -81,6 +88,21 @@ idempotent({ backend: sql, transaction: true }, async (_event, tx) => {
   tx.prepare("SELECT 1");
 });
 idempotentMessage({ backend }, async (message: PubSubMessageLike) => message.id);
+idempotentHttp(
+  {
+    backend,
+    deadLetter: {
+      maxDeliveryAttempts: 10,
+      onExhausted: (push, r) => push.message.messageId + r.outcome,
+    },
+  },
+  body,
+);
+idempotentMessage(
+  { backend, deadLetter: { maxDeliveryAttempts: 10, onExhausted: (m) => m.id } },
+  body,
+);
+idempotent({ backend: sql, transaction: true, deadLetter: { maxDeliveryAttempts: 5 } }, body);
 lock("k", { backend, leaseMs: 1_000, heartbeat: { everyMs: 100 } }, body);
 new RedisLock({ client, prefix: "orders:", ttlMs: 60_000 });
 new DatastoreLock({ projectId: "my-project", retry: { attempts: 3 } });
@@ -90,6 +112,11 @@ new DatastoreLock({ projectId: "my-project", retry: { attempts: 3 } });
 idempotentHttp({ backend, auth: audience ? { audience } : undefined }, body);
 idempotentHttp({ backend, maxBodyBytes: maybe, requestTimeoutMs: maybe, key: undefined }, body);
 idempotentMessage({ backend, onDuplicate: undefined, allowUnguarded: undefined }, body);
+idempotentMessage({ backend, deadLetter: undefined }, body);
+idempotentHttp(
+  { backend, deadLetter: { maxDeliveryAttempts: 10, onExhausted: undefined, maxWaitMs: maybe } },
+  body,
+);
 idempotent({ backend, transaction: undefined, telemetry: undefined }, body);
 lock(
   "k",

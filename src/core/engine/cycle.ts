@@ -60,7 +60,7 @@ export async function runCycle<T>(cycle: Cycle<T>): Promise<CycleOutcome<T>> {
   const { fingerprint } = cycle;
   let claimed: ClaimOutcome;
   try {
-    claimed = await claimWithin(options, key, fingerprint);
+    claimed = await claimWithin(options, key, fingerprint, cycle.signal);
   } catch (error) {
     return { kind: "failed", key, error, inBody: false };
   }
@@ -116,17 +116,19 @@ function completedByLock(key: string): Held {
 const HELD_BACKOFF: Backoff = { baseDelayMs: 20, maxDelayMs: 1_000 };
 
 /**
- * The claim, retried while the key is held and `waitMs` allows. Without a wait it is the
- * port's own promise: no async frame of its own (npm run bench -- --only gateway --against:
- * one more made lock() over an instant backend 10-20 % slower).
+ * The claim, retried while the key is held and `waitMs` allows, and until `gone` aborts (a
+ * push client that left hears no answer). Without a wait it is the port's own promise: no
+ * async frame of its own (npm run bench -- --only gateway --against: one more made lock()
+ * over an instant backend 10-20 % slower).
  */
 function claimWithin(
   options: ResolvedLockOptions,
   key: string,
   fingerprint: string | undefined,
+  gone: AbortSignal | undefined,
 ): Promise<ClaimOutcome> {
   if (options.waitMs === 0) return claimOnce(options, key, fingerprint);
-  return claimWaiting(options, key, fingerprint);
+  return claimWaiting(options, key, fingerprint, gone);
 }
 
 /** One claim; a backend is given the claim options only when there is something in them. */
@@ -144,6 +146,7 @@ async function claimWaiting(
   options: ResolvedLockOptions,
   key: string,
   fingerprint: string | undefined,
+  gone: AbortSignal | undefined,
 ): Promise<ClaimOutcome> {
   const { waitMs } = options;
   let outcome = await claimOnce(options, key, fingerprint);
@@ -152,11 +155,26 @@ async function claimWaiting(
   // A holder with another payload is a mismatch now: waiting for it cannot change that.
   for (let n = 1; outcome.status === "held" && !mismatched(outcome, fingerprint); n++) {
     const left = deadline - Date.now();
-    if (left <= 0) break;
-    await sleep(Math.min(left, backoffDelay(HELD_BACKOFF, n)));
+    if (left <= 0 || gone?.aborted) break;
+    await pause(Math.min(left, backoffDelay(HELD_BACKOFF, n)), gone);
+    if (gone?.aborted) break;
     outcome = await claimOnce(options, key, fingerprint);
   }
   return outcome;
+}
+
+/** A pause between claims that ends early when `gone` aborts. */
+function pause(ms: number, gone: AbortSignal | undefined): Promise<void> {
+  if (gone === undefined) return sleep(ms);
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      gone.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    gone.addEventListener("abort", done, { once: true });
+  });
 }
 
 /**

@@ -4,7 +4,6 @@
 import { createServer } from "node:http";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { InMemoryLock } from "../../src/backends/memory/index.js";
-import type { ClaimOutcome, LockBackend } from "../../src/core/port.js";
 import {
   type ExhaustedReason,
   idempotent,
@@ -12,7 +11,7 @@ import {
   idempotentMessage,
 } from "../../src/surfaces/index.js";
 import { fakeMessage, pushBody, simulatePushDeliveries } from "../../src/testing/index.js";
-import { captureLogger, gate, listen } from "./helpers.js";
+import { captureLogger, gate, listen, watchedLock } from "./helpers.js";
 
 const unhandled: unknown[] = [];
 process.on("unhandledRejection", (reason) => unhandled.push(reason));
@@ -20,26 +19,6 @@ afterEach(() => {
   vi.useRealTimers();
   expect(unhandled).toEqual([]);
 });
-
-/**
- * A real InMemoryLock whose claims are counted: `held` is how many answered held so far, and
- * `onHeld(n)` runs on the n-th. A copy waiting for a holder claims again and again: its second
- * held answer is how a test knows it waits.
- */
-function watchedLock(onHeld: (n: number) => void = () => {}) {
-  const inner = new InMemoryLock();
-  const watched = {
-    held: 0,
-    claim: async (key: string, leaseMs: number, options?: object): Promise<ClaimOutcome> => {
-      const outcome = await inner.claim(key, leaseMs, options);
-      if (outcome.status === "held") onHeld(++watched.held);
-      return outcome;
-    },
-    complete: inner.complete.bind(inner),
-    release: inner.release.bind(inner),
-  };
-  return watched satisfies LockBackend;
-}
 
 /** Resolves once `check` holds, looking after each macrotask. */
 async function until(check: () => boolean): Promise<void> {

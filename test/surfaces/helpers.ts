@@ -3,6 +3,8 @@ import type { AddressInfo } from "node:net";
 import { http } from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
 import express, { type RequestHandler } from "express";
+import { InMemoryLock } from "../../src/backends/memory/index.js";
+import type { ClaimOutcome, LockBackend } from "../../src/core/port.js";
 import type { HttpRequestLike, HttpResponseLike } from "../../src/surfaces/index.js";
 
 export { captureLogger } from "../support/logger.js";
@@ -76,4 +78,24 @@ export function pushMounts(
     "express without parser": withExpress(),
     "node:http": (fn) => serve(createServer((req, res) => void fn(req, res))),
   };
+}
+
+/**
+ * A real InMemoryLock whose claims are counted: `held` is how many answered held so far, and
+ * `onHeld(n)` runs on the n-th. A copy waiting for a holder claims again and again: its second
+ * held answer is how a test knows it waits.
+ */
+export function watchedLock(onHeld: (n: number) => void = () => {}) {
+  const inner = new InMemoryLock();
+  const watched = {
+    held: 0,
+    claim: async (key: string, leaseMs: number, options?: object): Promise<ClaimOutcome> => {
+      const outcome = await inner.claim(key, leaseMs, options);
+      if (outcome.status === "held") onHeld(++watched.held);
+      return outcome;
+    },
+    complete: inner.complete.bind(inner),
+    release: inner.release.bind(inner),
+  };
+  return watched satisfies LockBackend;
 }

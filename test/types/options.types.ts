@@ -65,11 +65,9 @@ new SqlLock({ client: db, tabel: "x" });
 new SpannerLock({ projectId: "p", instance: "i", databaseId: "d" });
 // @ts-expect-error a typo inside deadLetter
 idempotentMessage({ backend, deadLetter: { maxDeliveryAttempt: 10 } }, body);
-// @ts-expect-error onExhausted gets the surface's input: a pull Message has no `req`
-idempotentMessage(
-  { backend, deadLetter: { maxDeliveryAttempts: 10, onExhausted: (m) => m.req } },
-  body,
-);
+const noReq = { maxDeliveryAttempts: 10, onExhausted: (m: PubSubMessageLike) => m.id };
+// @ts-expect-error onExhausted gets the surface's input: a push, not a pull Message
+idempotentHttp({ backend, deadLetter: noReq }, body);
 // @ts-expect-error transaction mode needs a backend with transactions
 idempotentHttp({ backend, transaction: true }, async (_message, _tx) => {});
 

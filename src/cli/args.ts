@@ -163,6 +163,17 @@ export function parseDuration(name: string, text: string): number {
   return ms;
 }
 
+/** A whole number from `min` to `max`, written in plain digits; else a UsageError naming the option. */
+export function parseWhole(name: string, text: string, min: number, max: number): number {
+  const n = /^\d{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n >= min && n <= max)) {
+    throw new UsageError(
+      `${name} must be a whole number from ${min} to ${max}, got ${shown(text)}`,
+    );
+  }
+  return n;
+}
+
 /**
  * Whole milliseconds as the duration text {@link parseDuration} reads back to the same number:
  * `15m`, `1h30m`, `5m250ms`; the largest units first, none left out.

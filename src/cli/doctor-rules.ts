@@ -1,6 +1,14 @@
 // The sizing rules of the README ("Sizing invariants") and push auth, as arithmetic over a
 // subscription's settings and the lease and ttl the service runs with. Pure: doctor.ts reads
-// the subscription, this judges it.
+// the subscription, this judges it; the rules about deadLetter and a pull worker's flow
+// control are in doctor-dead-letter.ts and doctor-flow-control.ts.
+import {
+  awareDeadLetterRule,
+  type DeadLetterRuleResult,
+  deadLetterActs,
+  deadLetterOptionRule,
+} from "./doctor-dead-letter.js";
+import { type FlowControlRuleResult, flowControlRule } from "./doctor-flow-control.js";
 
 /** What doctor reads of a subscription (Pub/Sub admin API, REST form). */
 export interface SubscriptionFacts {
@@ -18,6 +26,8 @@ export interface SubscriptionFacts {
     | { readonly serviceAccountEmail: string; readonly audience: string | undefined }
     | undefined;
   readonly exactlyOnce: boolean;
+  /** A push without the envelope (`pushConfig.noWrapper`): no deliveryAttempt reaches it. */
+  readonly unwrapped: boolean;
 }
 
 /** How the service that consumes the subscription is configured, from doctor's options. */
@@ -30,12 +40,25 @@ export interface Sizing {
   readonly maxRunMs: number | undefined;
   /** The longest a holder can live: Cloud Run's longest request timeout by default. */
   readonly holderLifeMs: number;
+  /** heartbeat.maxHoldMs, when heartbeat is on. */
+  readonly maxHoldMs: number;
+  /** The service's `deadLetter.maxDeliveryAttempts`; undefined when it sets no deadLetter. */
+  readonly maxDeliveryAttempts: number | undefined;
+  /** A pull subscriber's flowControl.maxMessages and maxExtensionTime. */
+  readonly maxMessages: number;
+  readonly maxExtensionMs: number;
 }
 
 export type Verdict = "pass" | "fail" | "n/a";
 
 export interface RuleResult {
-  readonly rule: "lease" | "lease+ttl" | "dead-letter" | "retry-policy" | "push-auth";
+  readonly rule:
+    | "lease"
+    | "lease+ttl"
+    | "retry-policy"
+    | "push-auth"
+    | DeadLetterRuleResult["rule"]
+    | FlowControlRuleResult["rule"];
   readonly title: string;
   readonly verdict: Verdict;
   /** The check with its numbers, one line. */
@@ -110,7 +133,9 @@ export function checkRules(facts: SubscriptionFacts, sizing: Sizing): RuleResult
     leaseRule(facts, sizing),
     lifeRule(sizing),
     deadLetterRule(facts, sizing),
+    deadLetterOptionRule(facts, sizing),
     retryPolicyRule(facts),
+    flowControlRule(facts, sizing),
     pushAuthRule(facts),
   ];
 }
@@ -194,6 +219,7 @@ function deadLetterRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
         "no dead-letter policy: nothing is dead-lettered (an unforeseen poison message is redelivered until its retention ends)",
     };
   }
+  if (deadLetterActs(facts, sizing)) return awareDeadLetterRule({ ...facts, deadLetter }, sizing);
   const needed = minimumDeliveryAttempts(sizing.leaseMs, facts.retryPolicy);
   if (needed === undefined) {
     return {
@@ -349,6 +375,7 @@ export function subscriptionFacts(json: unknown): SubscriptionFacts {
             audience: string(oidc.audience, "pushConfig.oidcToken.audience"),
           },
     exactlyOnce: root.enableExactlyOnceDelivery === true,
+    unwrapped: push.noWrapper !== undefined && push.noWrapper !== null,
   };
 }
 

@@ -1,6 +1,6 @@
 // `doctor --subscription projects/P/subscriptions/S`: read the subscription through the Pub/Sub
 // admin API (REST, with Node's fetch) and judge it by the README's sizing rules and push auth.
-import { DEFAULT_LEASE_MS, DEFAULT_TTL_MS } from "../core/constants.js";
+import { DEFAULT_LEASE_MS, DEFAULT_MAX_HOLD_MS, DEFAULT_TTL_MS } from "../core/constants.js";
 import { importPeer } from "../core/peer.js";
 import {
   COMMON_OPTIONS,
@@ -10,9 +10,11 @@ import {
   formatDuration,
   optionText,
   parseDuration,
+  parseWhole,
   shown,
   UsageError,
 } from "./args.js";
+import { CLIENT_MAX_EXTENSION_MS, CLIENT_MAX_MESSAGES } from "./doctor-flow-control.js";
 import {
   checkRules,
   DEFAULT_HOLDER_LIFE_MS,
@@ -64,6 +66,26 @@ export const doctorCommand: Command = {
         value: "DURATION",
         help: "the longest a holder can live (default 60m, Cloud Run's longest request)",
       },
+      {
+        name: "--max-hold",
+        value: "DURATION",
+        help: "with --heartbeat: the service's heartbeat.maxHoldMs (default 60m)",
+      },
+      {
+        name: "--max-delivery-attempts",
+        value: "N",
+        help: "the service's deadLetter.maxDeliveryAttempts (default: it sets no deadLetter)",
+      },
+      {
+        name: "--max-messages",
+        value: "N",
+        help: "pull: the subscriber's flowControl.maxMessages (default 1000, the client's)",
+      },
+      {
+        name: "--max-extension",
+        value: "DURATION",
+        help: "pull: the subscriber's maxExtensionTime (default 60m, the client's)",
+      },
       ...COMMON_OPTIONS,
     ],
     positional: "argument",
@@ -75,7 +97,8 @@ export const doctorCommand: Command = {
   description:
     "Reads the subscription through the Pub/Sub admin API (ack deadline, retry policy,\n" +
     "dead-letter policy and max attempts, push endpoint and auth, exactly-once delivery) and\n" +
-    "checks the README's three sizing rules and push auth, each ✓ or ✗ with its arithmetic.\n" +
+    "checks the three sizing rules, the service's deadLetter against the policy, a pull\n" +
+    "worker's flow control and push auth, each ✓ or ✗ with its arithmetic.\n" +
     "Exits 1 when a rule is broken. Credentials: Application Default Credentials (needs\n" +
     "google-auth-library); with PUBSUB_EMULATOR_HOST set, the emulator, without any.",
   async run(args, io) {
@@ -139,12 +162,20 @@ function sizingOf(args: Parameters<Command["run"]>[0]): Sizing {
     const text = optionText(args, name);
     return text === undefined ? fallback : parseDuration(name, text);
   };
+  const whole = (name: string, min: number, max: number) => {
+    const text = optionText(args, name);
+    return text === undefined ? undefined : parseWhole(name, text, min, max);
+  };
   return {
     leaseMs: duration("--lease", DEFAULT_LEASE_MS) as number,
     ttlMs: duration("--ttl", DEFAULT_TTL_MS) as number,
     heartbeat: flag(args, "--heartbeat"),
     maxRunMs: duration("--max-run", undefined),
     holderLifeMs: duration("--holder-life", DEFAULT_HOLDER_LIFE_MS) as number,
+    maxHoldMs: duration("--max-hold", DEFAULT_MAX_HOLD_MS) as number,
+    maxDeliveryAttempts: whole("--max-delivery-attempts", 5, 100),
+    maxMessages: whole("--max-messages", 1, 1_000_000) ?? CLIENT_MAX_MESSAGES,
+    maxExtensionMs: duration("--max-extension", CLIENT_MAX_EXTENSION_MS) as number,
   };
 }
 
@@ -205,7 +236,9 @@ const RULE_LABEL: Readonly<Record<RuleResult["rule"], string>> = {
   lease: "rule 1",
   "lease+ttl": "rule 2",
   "dead-letter": "rule 3",
+  "dead-letter-option": "deadLetter",
   "retry-policy": "retry policy",
+  "flow-control": "flow control",
   "push-auth": "push auth",
 };
 
@@ -244,6 +277,12 @@ function report(facts: SubscriptionFacts, sizing: Sizing, rules: RuleResult[]): 
         : "off"
     }`,
     `service             lease ${formatDuration(sizing.leaseMs)}, ttl ${formatDuration(sizing.ttlMs)}, heartbeat ${sizing.heartbeat ? "on" : "off"}`,
+    `deadLetter          ${sizing.maxDeliveryAttempts === undefined ? "not set" : `maxDeliveryAttempts ${sizing.maxDeliveryAttempts}`}`,
+    ...(facts.pushEndpoint === undefined
+      ? [
+          `subscriber          flowControl.maxMessages ${sizing.maxMessages}, maxExtensionTime ${formatDuration(sizing.maxExtensionMs)}`,
+        ]
+      : []),
     "",
   ];
   for (const rule of rules) {

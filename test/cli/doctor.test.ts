@@ -38,6 +38,7 @@ describe("the rules as arithmetic", () => {
     pushEndpoint: "https://orders.run.app/push",
     pushAuth: { serviceAccountEmail: "push@p.iam.gserviceaccount.com", audience: undefined },
     exactlyOnce: false,
+    unwrapped: false,
   };
   const sizing: Sizing = {
     leaseMs: 900_000,
@@ -45,6 +46,10 @@ describe("the rules as arithmetic", () => {
     heartbeat: false,
     maxRunMs: undefined,
     holderLifeMs: 3_600_000,
+    maxHoldMs: 3_600_000,
+    maxDeliveryAttempts: undefined,
+    maxMessages: 1_000,
+    maxExtensionMs: 3_600_000,
   };
   const verdicts = (f: SubscriptionFacts, s: Sizing) =>
     Object.fromEntries(checkRules(f, s).map((r) => [r.rule, r.verdict]));
@@ -54,7 +59,9 @@ describe("the rules as arithmetic", () => {
       lease: "pass",
       "lease+ttl": "pass",
       "dead-letter": "pass",
+      "dead-letter-option": "n/a",
       "retry-policy": "pass",
+      "flow-control": "n/a",
       "push-auth": "pass",
     });
   });
@@ -144,13 +151,16 @@ describe("the rules as arithmetic", () => {
   it("heartbeat holds rule 1 whatever the run; pull and no dead-letter policy are n/a", () => {
     const result = verdicts(
       { ...facts, pushEndpoint: undefined, pushAuth: undefined, deadLetter: undefined },
-      { ...sizing, heartbeat: true, maxRunMs: 7_200_000 },
+      { ...sizing, heartbeat: true, maxRunMs: 7_200_000, maxMessages: 1 },
     );
     expect(result).toEqual({
       lease: "pass",
       "lease+ttl": "pass",
       "dead-letter": "n/a",
+      "dead-letter-option": "n/a",
       "retry-policy": "pass",
+      // One run of 2 h outlasts heartbeat's maxHoldMs (60 min): the renewals stop before it ends.
+      "flow-control": "fail",
       "push-auth": "n/a",
     });
   });
@@ -344,7 +354,9 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
       ["lease", "pass"],
       ["lease+ttl", "pass"],
       ["dead-letter", "fail"],
+      ["dead-letter-option", "n/a"],
       ["retry-policy", "pass"],
+      ["flow-control", "n/a"],
       ["push-auth", "pass"],
     ]);
   });
@@ -356,7 +368,12 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
       /^✗ push auth: pushes are authenticated\n {4}pushes to http:\/\/127\.0\.0\.1:9\/push carry no OIDC token/m,
     );
     expect(noAuth.stdout).toMatch(/^– rule 3: .+\n {4}no dead-letter policy/m);
-    const pull = await doctor("--subscription", subscription("pull-no-retry"));
+    const pull = await doctor(
+      "--subscription",
+      subscription("pull-no-retry"),
+      "--max-messages",
+      "50",
+    );
     expect(pull.code).toBe(1);
     expect(pull.stdout).toMatch(
       /^✗ rule 3: .+\n {4}no retry policy: a nacked copy is redelivered at once/m,
@@ -365,7 +382,12 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
   });
 
   it("a pull subscription without a retry policy: exit 1 naming the spin and the gcloud line", async () => {
-    const result = await doctor("--subscription", subscription("pull-bare"));
+    const result = await doctor(
+      "--subscription",
+      subscription("pull-bare"),
+      "--max-messages",
+      "50",
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("retry policy        none (a nack is redelivered at once)");
     expect(result.stdout).toContain(

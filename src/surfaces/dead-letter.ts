@@ -88,6 +88,7 @@ export interface ExhaustedReason {
   readonly key: string | undefined;
   /** The delivery's `deliveryAttempt`, at least `maxDeliveryAttempts`. */
   readonly deliveryAttempt: number;
+  /** `deadLetter.maxDeliveryAttempts`, the subscription's dead-letter policy as configured. */
   readonly maxDeliveryAttempts: number;
   /** For `failed`: what was thrown, always an Error. */
   readonly error: Error | undefined;
@@ -95,7 +96,17 @@ export interface ExhaustedReason {
   readonly message: string;
 }
 
-/** The outcomes a surface nacks. */
+/**
+ * The outcomes a surface nacks, as {@link ExhaustedReason.outcome} names them.
+ *
+ * @example
+ * ```ts
+ * import type { NackedOutcome } from "gcp-pubsub-idempotency";
+ *
+ * // Poison is what the handler or the message itself caused; contention is not.
+ * const poison = (outcome: NackedOutcome) => outcome !== "held";
+ * ```
+ */
 export type NackedOutcome = "held" | "failed" | "payload_mismatch" | "unkeyed" | "invalid_key";
 
 /** `deadLetter` checked, with the one piece of state it keeps: whether it warned. */

@@ -9,8 +9,14 @@ import {
 } from "../../examples/cloud_function_datastore.js";
 import { createApp, type Order } from "../../examples/cloud_run_worker.js";
 import { createHandler as createPoHandler, memoryStore } from "../../examples/mutex_po_updates.js";
-import { createListener } from "../../examples/pull_worker.js";
+import {
+  createListener,
+  LEASE_MS,
+  LONGEST_RUN_MS,
+  MAX_MESSAGES,
+} from "../../examples/pull_worker.js";
 import { RedisLock } from "../../src/backends/redis/index.js";
+import { flowControlRule } from "../../src/cli/doctor-flow-control.js";
 import { InMemoryLock, InProgress, type LockBackend } from "../../src/index.js";
 import {
   type FakeMessage,
@@ -117,6 +123,20 @@ describe.each(backends)("examples on %s", (name, make) => {
     const poison = fakeMessage({ poison: true });
     await listener(poison);
     expect(poison.settlements).toEqual(["nack"]);
+  });
+
+  it("pull_worker: its flowControl passes doctor's rule (maxMessages × the longest run fits the lease)", () => {
+    const sizing = {
+      leaseMs: LEASE_MS,
+      heartbeat: false,
+      maxHoldMs: 3_600_000,
+      maxRunMs: LONGEST_RUN_MS,
+      maxExtensionMs: 3_600_000,
+    };
+    const pull = { ackDeadlineSeconds: 10, pushEndpoint: undefined };
+    expect(flowControlRule(pull, { ...sizing, maxMessages: MAX_MESSAGES }).verdict).toBe("pass");
+    // The client's default of 1,000 would not: the example has to set it.
+    expect(flowControlRule(pull, { ...sizing, maxMessages: 1_000 }).verdict).toBe("fail");
   });
 
   it("mutex_po_updates: every distinct update applied once, never interleaved", async (ctx) => {

@@ -55,7 +55,7 @@ export interface DeadLetterOptions<I> {
    * (a pulled message: from its receipt). A push can be held until its request timeout
    * (`requestTimeoutMs` or the runtime's) and at most 600 s, Pub/Sub's longest push ack
    * deadline; this only shortens that: set it a little below the subscription's ack deadline
-   * (`idempotentHttp` also stops when Pub/Sub closes the request). A pulled message is held
+   * (`idempotentHttp` also stops when the client closes the request; the emulator does not close it at the ack deadline). A pulled message is held
    * while the client keeps its lease, 60 minutes by default (`maxExtensionTime`): set this to
    * the subscriber's own `maxExtensionTime` when it differs.
    */

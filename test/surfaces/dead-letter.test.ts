@@ -300,7 +300,7 @@ describe("deadLetter on the push surfaces", () => {
     expect(control.report.messages[0]?.statuses.filter((s) => s === 503)).toHaveLength(4);
   });
 
-  it("idempotentHttp: the wait ends when Pub/Sub closes the request", async () => {
+  it("idempotentHttp: the wait ends when the client closes the request", async () => {
     const logger = captureLogger();
     const hold = gate();
     const client = new AbortController();

@@ -17,6 +17,7 @@ import {
   knownAttempt,
   lastAttemptOptions,
   onLastAttempts,
+  type ResolvedDeadLetter,
   reportExhausted,
   warnNoAttempt,
 } from "./dead-letter.js";
@@ -49,9 +50,10 @@ async function deliverAndSettle<D extends Delivery, I>(
 /**
  * The delivery, dead-letter aware when `deadLetter` is set and the message carries its
  * attempt: its last attempts wait for a holder, and the one Pub/Sub dead-letters is reported
- * (and shown to onExhausted) before the surface nacks it.
+ * (and shown to onExhausted) before the surface nacks it. Without `deadLetter`, the delivery's
+ * own promise: no async frame of its own on the common path.
  */
-async function deliverWith<D extends Delivery, I>(
+function deliverWith<D extends Delivery, I>(
   gateway: Gateway<D, I>,
   delivery: D,
   logger: Logger,
@@ -64,6 +66,18 @@ async function deliverWith<D extends Delivery, I>(
     warnNoAttempt(`${gateway.spec.name}()`, deadLetter, delivery, logger);
     return deliverOnce(gateway, delivery, logger, under, false);
   }
+  return deliverCounted(gateway, delivery, logger, under, deadLetter, attempt);
+}
+
+/** A delivery whose attempt Pub/Sub counts toward the subscription's dead-letter policy. */
+async function deliverCounted<D extends Delivery, I>(
+  gateway: Gateway<D, I>,
+  delivery: D,
+  logger: Logger,
+  under: Observation | undefined,
+  deadLetter: ResolvedDeadLetter,
+  attempt: number,
+): Promise<DeliveryOutcome> {
   const last = onLastAttempts(deadLetter, attempt);
   const outcome = await deliverOnce(gateway, delivery, logger, under, last);
   if (attempt >= deadLetter.maxDeliveryAttempts) {

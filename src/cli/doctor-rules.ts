@@ -135,7 +135,8 @@ export function checkRules(facts: SubscriptionFacts, sizing: Sizing): RuleResult
     deadLetterRule(facts, sizing),
     deadLetterOptionRule(facts, sizing),
     retryPolicyRule(facts),
-    flowControlRule(facts, sizing),
+    // The run it stands in for is the client's deadline: exactly-once raises it to 60 s.
+    flowControlRule({ ...facts, ackDeadlineSeconds: effectiveAckDeadlineSeconds(facts) }, sizing),
     pushAuthRule(facts),
   ];
 }
@@ -219,7 +220,10 @@ function deadLetterRule(facts: SubscriptionFacts, sizing: Sizing): RuleResult {
         "no dead-letter policy: nothing is dead-lettered (an unforeseen poison message is redelivered until its retention ends)",
     };
   }
-  if (deadLetterActs(facts, sizing)) return awareDeadLetterRule({ ...facts, deadLetter }, sizing);
+  if (deadLetterActs(facts, sizing)) {
+    const ackDeadlineSeconds = effectiveAckDeadlineSeconds(facts);
+    return awareDeadLetterRule({ ...facts, deadLetter, ackDeadlineSeconds }, sizing);
+  }
   const needed = minimumDeliveryAttempts(sizing.leaseMs, facts.retryPolicy);
   if (needed === undefined) {
     return {

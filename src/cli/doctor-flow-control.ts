@@ -17,8 +17,8 @@ export interface FlowControlSizing {
   /** heartbeat.maxHoldMs (`--max-hold`). */
   readonly maxHoldMs: number;
   readonly maxRunMs: number | undefined;
-  /** The subscriber's flowControl.maxMessages (`--max-messages`). */
-  readonly maxMessages: number;
+  /** The subscriber's flowControl.maxMessages (`--max-messages`); unset: not checked. */
+  readonly maxMessages: number | undefined;
   /** The subscriber's maxExtensionTime (`--max-extension`). */
   readonly maxExtensionMs: number;
 }
@@ -53,12 +53,21 @@ export function flowControlRule(
       arithmetic: "a push subscription: Pub/Sub's push flow control, not the client's, bounds it",
     };
   }
+  if (sizing.maxMessages === undefined) {
+    return {
+      rule,
+      title,
+      verdict: "n/a",
+      arithmetic: `not checked: give the subscriber's flowControl.maxMessages with --max-messages (the client's default, ${CLIENT_MAX_MESSAGES}, is rarely what a worker whose runs share one core or one connection can hold)`,
+    };
+  }
+  const { maxMessages } = sizing;
   const run = sizing.maxRunMs ?? facts.ackDeadlineSeconds * 1_000;
   const source =
     sizing.maxRunMs === undefined ? "the ack deadline standing in; set --max-run" : "--max-run";
   const claimMs = sizing.heartbeat ? sizing.maxHoldMs : sizing.leaseMs;
   const claim = sizing.heartbeat ? "heartbeat's maxHoldMs (--max-hold)" : "the lease";
-  const total = sizing.maxMessages * run;
+  const total = maxMessages * run;
   const coverMs = Math.min(claimMs, sizing.maxExtensionMs);
   const pass = total <= coverMs;
   const most = Math.floor(coverMs / run);
@@ -67,7 +76,7 @@ export function flowControlRule(
     title,
     verdict: pass ? "pass" : "fail",
     arithmetic:
-      `maxMessages ${sizing.maxMessages} (--max-messages) × longest run ${seconds(run)} (${source}) = ${seconds(total)} ` +
+      `maxMessages ${maxMessages} (--max-messages) × longest run ${seconds(run)} (${source}) = ${seconds(total)} ` +
       `${pass ? "≤" : ">"} ${seconds(coverMs)}, the shorter of ${claim} ${seconds(claimMs)} and the message's lease ${seconds(sizing.maxExtensionMs)} (maxExtensionTime, --max-extension)`,
     ...(pass
       ? {}

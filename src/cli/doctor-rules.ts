@@ -45,7 +45,7 @@ export interface Sizing {
   /** The service's `deadLetter.maxDeliveryAttempts`; undefined when it sets no deadLetter. */
   readonly maxDeliveryAttempts: number | undefined;
   /** A pull subscriber's flowControl.maxMessages and maxExtensionTime. */
-  readonly maxMessages: number;
+  readonly maxMessages: number | undefined;
   readonly maxExtensionMs: number;
 }
 

@@ -79,7 +79,7 @@ export const doctorCommand: Command = {
       {
         name: "--max-messages",
         value: "N",
-        help: "pull: the subscriber's flowControl.maxMessages (default 1000, the client's)",
+        help: "pull: the subscriber's flowControl.maxMessages (unset: flow control not judged)",
       },
       {
         name: "--max-extension",
@@ -174,7 +174,8 @@ function sizingOf(args: Parameters<Command["run"]>[0]): Sizing {
     holderLifeMs: duration("--holder-life", DEFAULT_HOLDER_LIFE_MS) as number,
     maxHoldMs: duration("--max-hold", DEFAULT_MAX_HOLD_MS) as number,
     maxDeliveryAttempts: whole("--max-delivery-attempts", 5, 100),
-    maxMessages: whole("--max-messages", 1, 1_000_000) ?? CLIENT_MAX_MESSAGES,
+    // Unset: the rule says what to give, not a failure of a default nobody chose.
+    maxMessages: whole("--max-messages", 1, 1_000_000),
     maxExtensionMs: duration("--max-extension", CLIENT_MAX_EXTENSION_MS) as number,
   };
 }
@@ -280,7 +281,7 @@ function report(facts: SubscriptionFacts, sizing: Sizing, rules: RuleResult[]): 
     `deadLetter          ${sizing.maxDeliveryAttempts === undefined ? "not set" : `maxDeliveryAttempts ${sizing.maxDeliveryAttempts}`}`,
     ...(facts.pushEndpoint === undefined
       ? [
-          `subscriber          flowControl.maxMessages ${sizing.maxMessages}, maxExtensionTime ${formatDuration(sizing.maxExtensionMs)}`,
+          `subscriber          flowControl.maxMessages ${sizing.maxMessages ?? `${CLIENT_MAX_MESSAGES} (the client's default; not checked)`}, maxExtensionTime ${formatDuration(sizing.maxExtensionMs)}`,
         ]
       : []),
     "",

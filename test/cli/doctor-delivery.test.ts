@@ -133,6 +133,13 @@ describe("deadLetter against the dead-letter policy", () => {
 });
 
 describe("flow control of a pull worker", () => {
+  it("maxMessages not given: the rule is not judged, and says to give it", () => {
+    expect(rule(pull, { maxMessages: undefined, maxRunMs: 30_000 }, "flow-control")).toMatchObject({
+      verdict: "n/a",
+      arithmetic: expect.stringMatching(/^not checked: give .+ --max-messages/),
+    });
+  });
+
   it("maxMessages × the longest run must fit the lease and the message's lease", () => {
     expect(rule(pull, { maxMessages: 20, maxRunMs: 30_000 }, "flow-control")).toMatchObject({
       verdict: "pass",
@@ -253,9 +260,20 @@ describe.skipIf(!emulator)(
       expect(aware.stdout).toMatch(
         /^✓ flow control: .+\n {4}maxMessages 20 \(--max-messages\) × longest run 30 s/m,
       );
-      const crowded = await doctor("--subscription", name("pull"), "--max-delivery-attempts", "5");
+      const crowded = await doctor(
+        "--subscription",
+        name("pull"),
+        "--max-delivery-attempts",
+        "5",
+        "--max-messages",
+        "1000",
+      );
       expect(crowded.code).toBe(1);
       expect(crowded.stdout).toContain("fix: subscribe with flowControl: { maxMessages: 30 }");
+      // Not given, maxMessages is not judged: the rule says what to give.
+      const unset = await doctor("--subscription", name("pull"), "--max-delivery-attempts", "5");
+      expect(unset.code).toBe(0);
+      expect(unset.stdout).toMatch(/^– flow control: .+\n {4}not checked: give .+--max-messages/m);
       const mismatch = await doctor(
         "--subscription",
         name("pull"),

@@ -38,9 +38,20 @@ export async function conditionalWrite(
 
 const TRANSIENT_CODES = new Set<unknown>([GRPC.ABORTED, GRPC.UNAVAILABLE, GRPC.DEADLINE_EXCEEDED]);
 
-/** Transient: contention (ABORTED), an unreachable server, or the emulator's lock timeout. */
+/**
+ * Transient: contention (ABORTED), an unreachable server, the emulator's lock timeout, or a
+ * transaction the server no longer knows or will not begin (NOT_FOUND "Transaction not found",
+ * FAILED_PRECONDITION "Invalid transaction ID": the Spanner emulator's answers, with
+ * @google-cloud/spanner 9's multiplexed sessions, to a transaction it aborted for a concurrent
+ * one, or begun behind one). Each is retried from the read; a claim whose commit did land
+ * before the answer was lost is recognised there by its token.
+ */
 export function isGoogleTransient(error: unknown): boolean {
-  if (TRANSIENT_CODES.has(grpcCode(error))) return true;
+  const code = grpcCode(error);
+  if (TRANSIENT_CODES.has(code)) return true;
   const message = error !== null && typeof error === "object" ? (error as Error).message : "";
-  return typeof message === "string" && /lock timeout|too much contention/i.test(message);
+  if (typeof message !== "string") return false;
+  if (code === GRPC.NOT_FOUND) return /transaction not found/i.test(message);
+  if (code === GRPC.FAILED_PRECONDITION) return /invalid transaction id/i.test(message);
+  return /lock timeout|too much contention/i.test(message);
 }

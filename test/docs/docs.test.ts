@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -55,6 +56,25 @@ const documents = markdownFiles().map((file) => ({
 }));
 const blocks = documents.flatMap((d) => d.blocks);
 
+/**
+ * OpenTelemetry's trace SDK under its 2.x name and its 3.x one: the lock file's tree has the
+ * first (and the second, older, as some package's dependency), the newest majors' tree
+ * (npm run test:newest) only the second, and docs/telemetry.md shows both. A block is
+ * type-checked in the tree whose SDK it imports.
+ */
+const hasSdkTraceBase = (() => {
+  try {
+    createRequire(join(root, "package.json")).resolve("@opentelemetry/sdk-trace-base");
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const otherTraceSdk = hasSdkTraceBase
+  ? "@opentelemetry/sdk-trace"
+  : "@opentelemetry/sdk-trace-base";
+const importsOtherSdk = (code: string) => code.includes(`from "${otherTraceSdk}"`);
+
 describe("documentation code blocks", () => {
   it("finds the documents and their blocks", () => {
     expect(documents.map((d) => d.file)).toEqual(
@@ -68,7 +88,9 @@ describe("documentation code blocks", () => {
   });
 
   it("every TypeScript block type-checks against the package's sources", () => {
-    const snippets = blocks.filter((b) => b.language === "ts" || b.language === "typescript");
+    const snippets = blocks.filter(
+      (b) => (b.language === "ts" || b.language === "typescript") && !importsOtherSdk(b.code),
+    );
     const problems = typecheckSnippets(
       snippets,
       join(root, "test/docs/fixtures/snippet-globals.d.ts"),

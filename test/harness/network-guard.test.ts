@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import dgram from "node:dgram";
 import dns from "node:dns";
 import { lookup as namedLookup } from "node:dns/promises";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -279,6 +279,9 @@ describe("loopback and Unix sockets are untouched", () => {
 describe("a test that leaves loopback fails", () => {
   it("even when it swallows the refusal, with the address and the stack in the failure", async () => {
     const run = promisify(execFile);
+    // The report to a file: vitest 5 writes it there, not to stdout, unless told otherwise.
+    const out = mkdtempSync(join(tmpdir(), "network-guard-report-"));
+    const reportFile = join(out, "report.json");
     const result = await run(
       process.execPath,
       [
@@ -287,11 +290,14 @@ describe("a test that leaves loopback fails", () => {
         "--config",
         "test/harness/fixtures/vitest.network-guard.config.ts",
         "--reporter=json",
+        `--outputFile=${reportFile}`,
       ],
       { cwd: root, timeout: 60_000 },
     ).catch((error: { code?: number; stdout: string; stderr: string }) => error);
     expect("code" in result ? result.code : 0).toBe(1);
-    const report = JSON.parse(result.stdout.slice(result.stdout.indexOf("{"))) as {
+    const text = readFileSync(reportFile, "utf8");
+    rmSync(out, { recursive: true, force: true });
+    const report = JSON.parse(text) as {
       testResults: {
         assertionResults: { title: string; status: string; failureMessages: string[] }[];
       }[];

@@ -131,10 +131,10 @@ if (!installed) {
   writeFileSync(stampFile, stamp);
   log(`installed in ${Math.round((Date.now() - started) / 1000)} s`);
 }
+// The repository's package-lock.json comes back with its files (test/docs/tested-versions.test.ts
+// reads both lock files); the manifest the install used wins over the repository's.
 const count = copySources(tree);
-// The manifest and lock file the install used win over the repository's copies.
 writeFileSync(join(tree, "package.json"), manifest);
-copyFileSync(lockFile, join(tree, "package-lock.json"));
 
 const probe =
   "const D = require('better-sqlite3'); console.log(new D(':memory:').prepare('select sqlite_version() v').get().v)";

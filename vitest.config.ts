@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { defineConfig, type Plugin } from "vitest/config";
 import SummaryReporter from "./test/harness/summary-reporter.js";
+import { hasSdkTraceBase } from "./test/support/trace-sdk.js";
 
 // Lua and SQL files are imported as text, as the tsup build does with its text loader.
 const textFiles: Plugin = {
@@ -18,16 +18,14 @@ const textFiles: Plugin = {
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
 // OpenTelemetry 3 (the newest majors' tree, scripts/newest-tree.mjs) has no sdk-trace-base.
-const sdkTraceBase = (() => {
-  const require = createRequire(import.meta.url);
-  try {
-    require.resolve("@opentelemetry/sdk-trace-base");
-    return [];
-  } catch {
-    const shim = fileURLToPath(new URL("./test/support/otel-sdk-trace-3.mjs", import.meta.url));
-    return [{ find: /^@opentelemetry\/sdk-trace-base$/, replacement: shim }];
-  }
-})();
+const sdkTraceBase = hasSdkTraceBase
+  ? []
+  : [
+      {
+        find: /^@opentelemetry\/sdk-trace-base$/,
+        replacement: fileURLToPath(new URL("./test/support/otel-sdk-trace-3.mjs", import.meta.url)),
+      },
+    ];
 
 export default defineConfig({
   plugins: [textFiles],

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { execFileSync, spawnSync } from "node:child_process";
 // `npm run test:newest [-- vitest arguments]`: the whole test suite under the Node major and
 // with the newest major of every peer dependency that ci/newest/versions.json names — what a
 // new user's `npm i` installs today — beside the lock file's tree, which `npm test` runs.
@@ -14,6 +13,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 //    writes it again from the registry.
 // 3. The repository's files (git's, committed or not) copied beside that node_modules, each run.
 // 4. Every pinned package's installed version printed, then vitest, with the arguments given.
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   copyFileSync,
@@ -26,7 +26,14 @@ import {
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { cache, compileAddon, installNode, nodeInfo } from "./node-matrix/registry-node.mjs";
+import {
+  cache,
+  compileAddon,
+  envWithoutNpm,
+  installNode,
+  nodeInfo,
+  sqliteVersion,
+} from "./node-matrix/registry-node.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const log = (message) => console.log(`newest-tree: ${message}`);
@@ -66,9 +73,7 @@ function npm(node, npmArgs, cwd) {
     "bin",
     "npm-cli.js",
   );
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)),
-  );
+  const env = envWithoutNpm();
   env.PATH = `${dirname(node)}:${env.PATH}`;
   const run = spawnSync(node, [cli, ...npmArgs], { cwd, env, stdio: "inherit" });
   if (run.status !== 0) throw new Error(`npm ${npmArgs.join(" ")} failed in ${cwd}`);
@@ -136,9 +141,7 @@ if (!installed) {
 const count = copySources(tree);
 writeFileSync(join(tree, "package.json"), manifest);
 
-const probe =
-  "const D = require('better-sqlite3'); console.log(new D(':memory:').prepare('select sqlite_version() v').get().v)";
-const sqlite = execFileSync(bin, ["-e", probe], { cwd: tree }).toString().trim();
+const sqlite = sqliteVersion(bin, tree, process.env);
 const versions = [
   ...Object.keys(pins.devDependencies),
   ...Object.values(pins.replace ?? {}).flatMap((renamed) => Object.keys(renamed)),

@@ -56,6 +56,21 @@ export function nodeInfo(bin) {
   return { version, abi };
 }
 
+/**
+ * This process's environment without npm's own variables: under `npm run`, node-gyp and a
+ * nested npm read npm_config_* (target, nodedir, …) and would act for the Node that runs npm.
+ */
+export function envWithoutNpm() {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
+}
+
+/** The SQLite version better-sqlite3 reports under `node`, run in `cwd`; throws when it cannot load. */
+export function sqliteVersion(node, cwd, env) {
+  const probe =
+    "const D = require('better-sqlite3'); console.log(new D(':memory:').prepare('select sqlite_version() v').get().v)";
+  return execFileSync(node, ["-e", probe], { cwd, env }).toString().trim();
+}
+
 /** npm's node-gyp, or the one in the tree. */
 function nodeGyp(require) {
   const bundled = join(
@@ -77,11 +92,7 @@ function nodeGyp(require) {
  * node-gyp against `headers`. Throws with the compiler's output when it fails.
  */
 export function compileAddon(dir, node, headers, root) {
-  // Without npm's own variables: under `npm run`, node-gyp reads npm_config_* (target,
-  // nodedir, …) before its flags and builds for the Node that runs npm instead.
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)),
-  );
+  const env = envWithoutNpm();
   const gyp = nodeGyp(createRequire(join(root, "package.json")));
   const build = spawnSync(node, [gyp, "rebuild", "--release", `--nodedir=${headers}`], {
     cwd: dir,

@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { hasSdkTraceBase } from "../support/trace-sdk.js";
 import { codeBlocks, typecheckSnippets } from "./typecheck.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -62,14 +62,6 @@ const blocks = documents.flatMap((d) => d.blocks);
  * (npm run test:newest) only the second, and docs/telemetry.md shows both. A block is
  * type-checked in the tree whose SDK it imports.
  */
-const hasSdkTraceBase = (() => {
-  try {
-    createRequire(join(root, "package.json")).resolve("@opentelemetry/sdk-trace-base");
-    return true;
-  } catch {
-    return false;
-  }
-})();
 const otherTraceSdk = hasSdkTraceBase
   ? "@opentelemetry/sdk-trace"
   : "@opentelemetry/sdk-trace-base";

@@ -20,7 +20,8 @@ import type { Claim, LockBackend } from "./port.js";
  * - `outcome`: `duplicate`, `held`, `failed`, `fenced_out`, `payload_mismatch`, `unkeyed`,
  *   `invalid_key`, `malformed`, `too_large`, `unguarded`, `release_failed`,
  *   `complete_failed`, `result_not_recorded`, `hook_failed`, `client_gone`, `settle_failed`,
- *   `ack_failed` (with `ackError`, the AckError's code), `renew_failed`, `heartbeat_stopped`;
+ *   `ack_failed` (with `ackError`, the AckError's code), `renew_failed`, `heartbeat_stopped`,
+ *   `lease_lapsed`;
  * - `reason`: why, when there is one (the error's text, the 400 or 503 answer);
  *
  * then the line's own extras (`fencingId`, `leaseExpiresAt`, `stack`, `alert`, …). A field
@@ -65,7 +66,9 @@ export interface Logger {
 
 /**
  * Opt-in lease renewal while the body runs (`heartbeat` in {@link LockOptions}). Needs a
- * backend with `renew`; a renewal that finds the key taken over aborts the body's signal.
+ * backend with `renew`. The body's signal aborts when a renewal finds the key taken over, and
+ * when the lease runs out with no renewal confirming it (the process was paused, or its store
+ * did not answer): counted in the instance's clock from when the claim or renewal was sent.
  *
  * @example
  * ```ts
@@ -81,7 +84,10 @@ export interface Logger {
 export interface HeartbeatOptions {
   /** How often to renew, in ms; default a third of the lease. Must be shorter than the lease. */
   everyMs?: number | undefined;
-  /** Stop renewing after this long, in ms; default {@link DEFAULT_MAX_HOLD_MS} (60 minutes). */
+  /**
+   * Stop renewing after this long, in ms; default {@link DEFAULT_MAX_HOLD_MS} (60 minutes). The
+   * signal then aborts when the last renewal's lease runs out.
+   */
   maxHoldMs?: number | undefined;
 }
 

@@ -59,8 +59,10 @@ export async function runCycle<T>(cycle: Cycle<T>): Promise<CycleOutcome<T>> {
   const { key, options } = cycle;
   const { fingerprint } = cycle;
   let claimed: ClaimOutcome;
+  // When the winning claim left: a heartbeat vouches for the lease from then, not from its answer.
+  const sent = { at: Date.now() };
   try {
-    claimed = await claimWithin(options, key, fingerprint, cycle.signal);
+    claimed = await claimWithin(options, key, fingerprint, cycle.signal, sent);
   } catch (error) {
     return { kind: "failed", key, error, inBody: false };
   }
@@ -77,8 +79,8 @@ export async function runCycle<T>(cycle: Cycle<T>): Promise<CycleOutcome<T>> {
     return { kind: "held", key, leaseExpiresAt: claimed.leaseExpiresAt, completedByLock: false };
   }
   const { claim } = claimed;
-  if (cycle.mode === "transaction") return runInTransaction(cycle, claim);
-  const lease = watchLease(options, claim, cycle.bodyTakesSignal, cycle.signal, cycle.message);
+  if (cycle.mode === "transaction") return runInTransaction(cycle, claim, sent.at);
+  const lease = watchLease(options, claim, cycle, sent.at);
   let value: T;
   try {
     value = await cycle.body(claim, lease.signal, undefined);
@@ -126,9 +128,10 @@ function claimWithin(
   key: string,
   fingerprint: string | undefined,
   gone: AbortSignal | undefined,
+  sent: { at: number },
 ): Promise<ClaimOutcome> {
   if (options.waitMs === 0) return claimOnce(options, key, fingerprint);
-  return claimWaiting(options, key, fingerprint, gone);
+  return claimWaiting(options, key, fingerprint, gone, sent);
 }
 
 /** One claim; a backend is given the claim options only when there is something in them. */
@@ -147,6 +150,7 @@ async function claimWaiting(
   key: string,
   fingerprint: string | undefined,
   gone: AbortSignal | undefined,
+  sent: { at: number },
 ): Promise<ClaimOutcome> {
   const { waitMs } = options;
   let outcome = await claimOnce(options, key, fingerprint);
@@ -158,6 +162,7 @@ async function claimWaiting(
     if (left <= 0 || gone?.aborted) break;
     await pause(Math.min(left, backoffDelay(HELD_BACKOFF, n)), gone);
     if (gone?.aborted) break;
+    sent.at = Date.now();
     outcome = await claimOnce(options, key, fingerprint);
   }
   return outcome;
@@ -181,10 +186,14 @@ function pause(ms: number, gone: AbortSignal | undefined): Promise<void> {
  * The body runs in the store's transaction and DONE commits with its writes, while the fence
  * still matches: both land, or neither. A store may run the body more than once.
  */
-async function runInTransaction<T>(cycle: Cycle<T>, claim: Claim): Promise<CycleOutcome<T>> {
+async function runInTransaction<T>(
+  cycle: Cycle<T>,
+  claim: Claim,
+  claimSentAt: number,
+): Promise<CycleOutcome<T>> {
   const { key, options } = cycle;
   const port = options.port as TransactionalLockBackend<unknown>;
-  const lease = watchLease(options, claim, cycle.bodyTakesSignal, cycle.signal, cycle.message);
+  const lease = watchLease(options, claim, cycle, claimSentAt);
   let inBody = false;
   let completion: TransactionCompletion<T>;
   try {

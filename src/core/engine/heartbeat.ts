@@ -65,9 +65,12 @@ export function planHeartbeat(
 }
 
 /**
- * Renew `claim` every `everyMs` until stopped or `maxHoldMs` has passed. A renewal that
- * answers false means another holder reclaimed the key: the body's signal is aborted.
- * Returns the function that stops it.
+ * Renew `claim` every `everyMs` until stopped or `maxHoldMs` has passed. The body's signal is
+ * aborted when a renewal answers false (another holder reclaimed the key), and when the lease
+ * lapses with no renewal vouching for it: a process that was paused, or cut off from its
+ * store, past its lease learns it on its first timer, before any answer could tell it.
+ * The lease is counted from when the claim or renewal left (`claimSentAt`), the earliest the
+ * store can have started it. Returns the function that stops it.
  */
 export function startHeartbeat(
   plan: HeartbeatPlan,
@@ -76,13 +79,39 @@ export function startHeartbeat(
   leaseMs: number,
   controller: AbortController,
   logger: Logger,
-  about?: MessageRef,
+  about: MessageRef | undefined,
+  claimSentAt: number,
 ): () => void {
   const renew = backend.renew?.bind(backend);
   if (!renew) return () => {};
   const startedAt = Date.now();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  let heldUntil = claimSentAt + leaseMs;
+  let lapseTimer: NodeJS.Timeout | undefined;
+
+  const lose = (message: string, outcome: string, reason: string): void => {
+    if (controller.signal.aborted) return;
+    logger.error(
+      message,
+      deliveryFields(outcome, claim.key, about, undefined, { fencingId: claim.fencingId }),
+    );
+    controller.abort(new Error(reason));
+  };
+  const watchLapse = (): void => {
+    if (stopped) return;
+    const left = heldUntil - Date.now();
+    if (left > 0) {
+      lapseTimer = setTimeout(watchLapse, left);
+      lapseTimer.unref?.();
+      return;
+    }
+    lose(
+      "lease lapsed: no renewal confirmed it in time (a paused process or a cut-off store); another delivery may reclaim the key",
+      "lease_lapsed",
+      `lease on ${claim.key} lapsed: no renewal confirmed it within ${leaseMs} ms`,
+    );
+  };
 
   const tick = async (): Promise<void> => {
     if (stopped) return;
@@ -97,18 +126,18 @@ export function startHeartbeat(
       return;
     }
     try {
+      const sentAt = Date.now();
       const alive = await renew(claim, leaseMs);
       if (stopped) return;
       if (!alive) {
-        logger.error(
+        lose(
           "lease lost: another holder reclaimed the key while the body ran",
-          deliveryFields("fenced_out", claim.key, about, undefined, {
-            fencingId: claim.fencingId,
-          }),
+          "fenced_out",
+          `lease on ${claim.key} was taken over`,
         );
-        controller.abort(new Error(`lease on ${claim.key} was taken over`));
         return;
       }
+      heldUntil = Math.max(heldUntil, sentAt + leaseMs);
     } catch (error) {
       // A failed renewal is not a lost lease: the next tick may still succeed in time.
       logger.warn(
@@ -126,8 +155,10 @@ export function startHeartbeat(
     timer.unref?.();
   };
   schedule();
+  watchLapse();
   return () => {
     stopped = true;
     if (timer) clearTimeout(timer);
+    if (lapseTimer) clearTimeout(lapseTimer);
   };
 }

@@ -29,18 +29,28 @@ const nothingToEnd = (): void => {};
  */
 const NEVER_ABORTED: LeaseWatch = { signal: new AbortController().signal, end: nothingToEnd };
 
+/** What a lease watch needs to know of the body it watches. */
+export interface WatchedBody {
+  /** The body declares its signal parameter. */
+  readonly bodyTakesSignal: boolean;
+  /** Aborts the body's signal too (a push client that went away). */
+  readonly signal: AbortSignal | undefined;
+  readonly message: MessageRef | undefined;
+}
+
 /**
  * Watch `claim` while its body runs: with a heartbeat, renewals that abort the signal when the
- * key is taken over; `outer` aborts it too. `takesSignal`: the body declares the parameter.
+ * key is taken over or the lease lapses unrenewed; the body's outer signal aborts it too.
+ * `claimSentAt`: when the winning claim left, where the lease can have begun at the earliest.
  */
 export function watchLease(
   settings: LeaseSettings,
   claim: Claim,
-  takesSignal: boolean,
-  outer: AbortSignal | undefined,
-  message: MessageRef | undefined,
+  body: WatchedBody,
+  claimSentAt: number,
 ): LeaseWatch {
   const { heartbeat } = settings;
+  const { bodyTakesSignal: takesSignal, signal: outer, message } = body;
   if (heartbeat === undefined) {
     if (outer !== undefined) return { signal: outer, end: nothingToEnd };
     return takesSignal
@@ -56,6 +66,7 @@ export function watchLease(
     controller,
     settings.logger,
     message,
+    claimSentAt,
   );
   if (outer === undefined) return { signal: controller.signal, end: stop };
   const either = eitherSignal(controller.signal, outer);

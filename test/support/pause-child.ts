@@ -60,12 +60,12 @@ type Handle = (message: PauseMessage) => Promise<void>;
 function onRedis(): Handle {
   const client = new Redis(config.store);
   const backend = new RedisLock({ client, prefix: config.records });
-  const write = async (message: PauseMessage, fence: number, signal?: AbortSignal) => {
+  // Not given the signal: aborting a write in flight cannot unmake it, only hide that it landed.
+  const write = async (message: PauseMessage, fence: number) => {
     const response = await fetch(config.sink, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ order: message.id, fence, delivery: message.delivery }),
-      signal,
     });
     // 409: the sink refused a fence below one it has seen; the body's run is void.
     if (response.status === 409) throw new Error(`sink refused fence ${fence}`);

@@ -17,12 +17,13 @@
  * whether the tree had uncommitted changes (bench/provenance.ts).
  * --in-flight runs no scale run unless `scale` is named.
  * --only takes backend names (below), `scale`, `gateway`, `telemetry`, `transaction` and
- * `once`; a backend's name also selects its scale run (redis, postgres, memory). `transaction`
+ * `once` and `rpc`; a backend's name also selects its scale run (redis, postgres, memory). `transaction`
  * is lockInTransaction against lock() plus its own transaction on every SQL dialect
  * (bench/transaction.ts; `npm run bench:transaction` is `--only transaction`). `once` is a
  * once() duplicate (a 1,002-byte and a 102-byte result replayed) against a lock() duplicate on
  * InMemoryLock, Redis and PostgreSQL, with the decode of each result alone (bench/once.ts), a
- * section and a target of the report.
+ * section and a target of the report. `rpc` counts each path's gRPC calls on the Datastore,
+ * Firestore and Spanner emulators (bench/rpc-counts.ts; docs/benchmarks/rpc-counts.md).
  *
  *   npm run bench -- --only gateway --against <git-ref> [--quick] [--out FILE.md]
  *
@@ -52,6 +53,7 @@ import { onceBench } from "./once.js";
 import { onceSection } from "./once-report.js";
 import { provenanceLine, readProvenance } from "./provenance.js";
 import { type RunResult, renderMarkdown } from "./report.js";
+import { countStore, rpcCountsMarkdown, STORES, type StoreCounts } from "./rpc-counts.js";
 import {
   fmtMs,
   fmtRate,
@@ -133,6 +135,7 @@ function parseArgs(argv: string[]) {
     "telemetry",
     "transaction",
     "once",
+    "rpc",
   ]);
   for (const n of only ?? []) {
     if (!names.has(n))
@@ -311,6 +314,22 @@ async function measure(pass: number): Promise<RunResult> {
     const { run: once, failed } = await onceBench({ ...settings, rounds });
     if (failed) failures++;
     run.once = once;
+  }
+
+  // Counts, not timings: the smoke run leaves them to the test (test/bench/rpc-counts.test.ts).
+  if (selected("rpc") && args.size !== "smoke") {
+    progress("rpc: gRPC calls of each path on the Datastore, Firestore and Spanner emulators");
+    const counts = {} as Record<(typeof STORES)[number], StoreCounts>;
+    for (const store of STORES) counts[store] = await countStore(store);
+    const markdown = `# Round trips per path\n\n${provenanceText}\n\nCommand: \`${command}\`. Each path run once after a warm-up, its gRPC calls counted on the wire between the client and the emulator (bench/rpc-counts.ts).\n\n${rpcCountsMarkdown(counts)}\n`;
+    const file = sideFile("rpc-counts.md");
+    if (file === undefined) {
+      console.log(markdown);
+    } else {
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, markdown);
+      progress(`wrote ${relative(process.cwd(), file)}`);
+    }
   }
 
   for (const [index, bench] of backends.entries()) {

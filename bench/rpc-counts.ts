@@ -125,45 +125,41 @@ export const BUDGET: Record<StoreName, Record<PathName, PathBudget>> = {
     first: {
       calls: 5,
       fewest: 4,
-      why: "the claim's transaction is begun with its own BeginTransaction; begun inline with the Lookup (readOptions.newTransaction) it would be 2 calls, and the complete is already begun inline",
+      why: "the claim is a Lookup and an insert; the complete's transaction is begun with a BeginTransaction of its own, because the client's inline begin (newTransaction on the Lookup) left the emulator holding a second transaction's lock (the commit then met 'Transaction lock timeout')",
     },
     duplicate: { calls: 1, fewest: 1 },
     held: { calls: 1, fewest: 1 },
-    "mutex cycle": {
-      calls: 5,
-      fewest: 4,
-      why: "as the first delivery's claim: a BeginTransaction of its own",
-    },
+    "mutex cycle": { calls: 5, fewest: 4, why: "the release's transaction, as the complete's" },
     "once duplicate": { calls: 1, fewest: 1 },
   },
   firestore: {
     first: {
       calls: 3,
       fewest: 2,
-      why: "the claim reads in a transaction before its write; a create() with its exists=false precondition alone would claim an absent key in one Commit (at the price of a second call on a key that exists)",
+      why: "the claim is one create(); the complete reads the record before its update conditioned on the read's update time. The claim's own write time as that condition would make it one call whenever nothing wrote since",
     },
     duplicate: {
       calls: 2,
       fewest: 1,
-      why: "the read runs in a read-write transaction, which the client ends with an empty Commit; a read outside the transaction first would answer a duplicate in one call",
+      why: "the claim tries create() first, since most deliveries are first ones: a duplicate pays that refused create before its read. Reading first would make a duplicate one call and a first delivery four",
     },
     held: { calls: 2, fewest: 1, why: "as a duplicate" },
-    "mutex cycle": { calls: 3, fewest: 2, why: "as the first delivery's claim" },
+    "mutex cycle": { calls: 3, fewest: 2, why: "the release, as the complete" },
     "once duplicate": { calls: 2, fewest: 1, why: "as a duplicate" },
   },
   spanner: {
     first: {
       calls: 4,
       fewest: 3,
-      why: "the claim reads the record in its read-write transaction (begun inline) and commits; an insert mutation committed alone would claim an absent key in one call",
+      why: "the claim reads the record and Spanner's clock in a read-write transaction (begun inline) and commits; an insert mutation in a single-use transaction would claim an absent key in one Commit",
     },
     duplicate: {
       calls: 2,
       fewest: 1,
-      why: "the read runs in a read-write transaction, ended by a Rollback; a strong single-use read-only query first would answer a duplicate in one call",
+      why: "the read runs in a read-write transaction, which a Rollback ends; a strong single-use read-only query first would answer a duplicate in one call",
     },
     held: { calls: 2, fewest: 1, why: "as a duplicate" },
-    "mutex cycle": { calls: 4, fewest: 3, why: "as the first delivery's claim" },
+    "mutex cycle": { calls: 4, fewest: 3, why: "as a first delivery's claim" },
     "once duplicate": { calls: 2, fewest: 1, why: "as a duplicate" },
   },
 };

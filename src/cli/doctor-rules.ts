@@ -2,36 +2,21 @@
 // subscription's settings and the lease and ttl the service runs with. Pure: doctor.ts reads
 // the subscription, this judges it; the rules about deadLetter and a pull worker's flow
 // control are in doctor-dead-letter.ts and doctor-flow-control.ts.
+
+import { type CapacityRuleResult, type CapacitySizing, capacityRules } from "./doctor-capacity.js";
 import {
   awareDeadLetterRule,
   type DeadLetterRuleResult,
   deadLetterActs,
   deadLetterOptionRule,
 } from "./doctor-dead-letter.js";
+import type { SubscriptionFacts } from "./doctor-facts.js";
 import { type FlowControlRuleResult, flowControlRule } from "./doctor-flow-control.js";
 
-/** What doctor reads of a subscription (Pub/Sub admin API, REST form). */
-export interface SubscriptionFacts {
-  readonly name: string;
-  readonly topic: string | undefined;
-  readonly ackDeadlineSeconds: number;
-  /** Absent: a nacked message is redelivered at once. */
-  readonly retryPolicy:
-    | { readonly minimumBackoffMs: number; readonly maximumBackoffMs: number }
-    | undefined;
-  readonly deadLetter: { readonly topic: string; readonly maxDeliveryAttempts: number } | undefined;
-  /** Absent for a pull subscription. */
-  readonly pushEndpoint: string | undefined;
-  readonly pushAuth:
-    | { readonly serviceAccountEmail: string; readonly audience: string | undefined }
-    | undefined;
-  readonly exactlyOnce: boolean;
-  /** A push without the envelope (`pushConfig.noWrapper`): no deliveryAttempt reaches it. */
-  readonly unwrapped: boolean;
-}
+export { type SubscriptionFacts, subscriptionFacts } from "./doctor-facts.js";
 
 /** How the service that consumes the subscription is configured, from doctor's options. */
-export interface Sizing {
+export interface Sizing extends CapacitySizing {
   readonly leaseMs: number;
   readonly ttlMs: number;
   /** The lease is renewed while the body runs (`heartbeat`): rule 1 holds by itself. */
@@ -58,7 +43,8 @@ export interface RuleResult {
     | "retry-policy"
     | "push-auth"
     | DeadLetterRuleResult["rule"]
-    | FlowControlRuleResult["rule"];
+    | FlowControlRuleResult["rule"]
+    | CapacityRuleResult["rule"];
   readonly title: string;
   readonly verdict: Verdict;
   /** The check with its numbers, one line. */
@@ -70,8 +56,6 @@ export interface RuleResult {
 /** Cloud Run's longest request timeout, 60 minutes: how long a holder can live by default. */
 export const DEFAULT_HOLDER_LIFE_MS = 3_600_000;
 /** Pub/Sub's retry policy defaults, for a policy that leaves a bound out. */
-const DEFAULT_MIN_BACKOFF_MS = 10_000;
-const DEFAULT_MAX_BACKOFF_MS = 600_000;
 /** Beyond the contention nacks: the delivery that runs, and two retries of a real failure. */
 const ATTEMPTS_BEYOND_CONTENTION = 3;
 
@@ -138,6 +122,7 @@ export function checkRules(facts: SubscriptionFacts, sizing: Sizing): RuleResult
     // The run it stands in for is the client's deadline: exactly-once raises it to 60 s.
     flowControlRule({ ...facts, ackDeadlineSeconds: effectiveAckDeadlineSeconds(facts) }, sizing),
     pushAuthRule(facts),
+    ...capacityRules(sizing),
   ];
 }
 
@@ -315,86 +300,4 @@ function pushAuthRule(facts: SubscriptionFacts): RuleResult {
 
 function shortName(name: string): string {
   return name.slice(name.lastIndexOf("/") + 1);
-}
-
-/**
- * A subscription as the admin API's REST form returns it, checked field by field: the reply
- * is external input. Durations come as `"10s"` or `"10.5s"`.
- */
-export function subscriptionFacts(json: unknown): SubscriptionFacts {
-  const object = (value: unknown, what: string): Record<string, unknown> => {
-    if (value === undefined) return {};
-    if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      throw new Error(`the subscription's ${what} is not an object`);
-    }
-    return value as Record<string, unknown>;
-  };
-  const string = (value: unknown, what: string): string | undefined => {
-    if (value === undefined || value === "") return undefined;
-    if (typeof value !== "string") throw new Error(`the subscription's ${what} is not a string`);
-    return value;
-  };
-  const root = object(json, "answer");
-  const name = string(root.name, "name");
-  if (name === undefined) throw new Error("the answer has no subscription name");
-  const retry =
-    root.retryPolicy === undefined ? undefined : object(root.retryPolicy, "retryPolicy");
-  const deadLetter = object(root.deadLetterPolicy, "deadLetterPolicy");
-  const push = object(root.pushConfig, "pushConfig");
-  const oidc = object(push.oidcToken, "pushConfig.oidcToken");
-  const deadLetterTopic = string(deadLetter.deadLetterTopic, "deadLetterPolicy.deadLetterTopic");
-  const email = string(oidc.serviceAccountEmail, "pushConfig.oidcToken.serviceAccountEmail");
-  const pushEndpoint = string(push.pushEndpoint, "pushConfig.pushEndpoint");
-  return {
-    name,
-    topic: string(root.topic, "topic"),
-    // The API leaves out a field at its default: 10 s, and 5 dead-letter attempts.
-    ackDeadlineSeconds: wholeNumber(root.ackDeadlineSeconds, "ackDeadlineSeconds") ?? 10,
-    retryPolicy:
-      retry === undefined
-        ? undefined
-        : {
-            minimumBackoffMs:
-              durationMs(retry.minimumBackoff, "retryPolicy.minimumBackoff") ??
-              DEFAULT_MIN_BACKOFF_MS,
-            maximumBackoffMs:
-              durationMs(retry.maximumBackoff, "retryPolicy.maximumBackoff") ??
-              DEFAULT_MAX_BACKOFF_MS,
-          },
-    deadLetter:
-      deadLetterTopic === undefined
-        ? undefined
-        : {
-            topic: deadLetterTopic,
-            maxDeliveryAttempts:
-              wholeNumber(deadLetter.maxDeliveryAttempts, "deadLetterPolicy.maxDeliveryAttempts") ??
-              5,
-          },
-    pushEndpoint,
-    pushAuth:
-      email === undefined
-        ? undefined
-        : {
-            serviceAccountEmail: email,
-            audience: string(oidc.audience, "pushConfig.oidcToken.audience"),
-          },
-    exactlyOnce: root.enableExactlyOnceDelivery === true,
-    unwrapped: push.noWrapper !== undefined && push.noWrapper !== null,
-  };
-}
-
-function wholeNumber(value: unknown, what: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new Error(`the subscription's ${what} is not a whole number`);
-  }
-  return value;
-}
-
-function durationMs(value: unknown, what: string): number | undefined {
-  if (value === undefined) return undefined;
-  const match = typeof value === "string" ? /^(\d{1,12})(?:\.(\d{1,9}))?s$/.exec(value) : null;
-  if (match === null) throw new Error(`the subscription's ${what} is not a duration`);
-  const fraction = (match[2] ?? "").padEnd(3, "0").slice(0, 3);
-  return Number(match[1]) * 1_000 + Number(fraction);
 }

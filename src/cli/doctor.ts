@@ -14,6 +14,7 @@ import {
   shown,
   UsageError,
 } from "./args.js";
+import { CAPACITY_STORES, type CapacityStore } from "./doctor-capacity.js";
 import { CLIENT_MAX_EXTENSION_MS, CLIENT_MAX_MESSAGES } from "./doctor-flow-control.js";
 import {
   checkRules,
@@ -85,6 +86,21 @@ export const doctorCommand: Command = {
         name: "--max-extension",
         value: "DURATION",
         help: "pull: the subscriber's maxExtensionTime (default 60m, the client's)",
+      },
+      {
+        name: "--store",
+        value: "NAME",
+        help: `the lock's store, for the capacity rules: ${CAPACITY_STORES.join(", ")}`,
+      },
+      { name: "--rate", value: "N", help: "deliveries per second at peak (capacity rules)" },
+      {
+        name: "--mutex-rate",
+        value: "N",
+        help: "mutex cycles per second on one key at peak (capacity rules)",
+      },
+      {
+        name: "--spread",
+        help: "expiresAt is exempt from indexing and keys are spread by a hash prefix",
       },
       ...COMMON_OPTIONS,
     ],
@@ -177,7 +193,34 @@ function sizingOf(args: Parameters<Command["run"]>[0]): Sizing {
     // Unset: the rule says what to give, not a failure of a default nobody chose.
     maxMessages: whole("--max-messages", 1, 1_000_000),
     maxExtensionMs: duration("--max-extension", CLIENT_MAX_EXTENSION_MS) as number,
+    store: storeOf(optionText(args, "--store")),
+    rate: rateOf("--rate", optionText(args, "--rate")),
+    mutexRate: rateOf("--mutex-rate", optionText(args, "--mutex-rate")),
+    spread: flag(args, "--spread"),
   };
+}
+
+function storeOf(text: string | undefined): CapacityStore | undefined {
+  if (text === undefined) return undefined;
+  const store = CAPACITY_STORES.find((name) => name === text);
+  if (store === undefined) {
+    throw new UsageError(
+      `--store must be one of ${CAPACITY_STORES.join(", ")}, got ${shown(text)}`,
+    );
+  }
+  return store;
+}
+
+/** A rate per second: a positive decimal number (0.2 is one every 5 s), at most a billion. */
+function rateOf(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const rate = /^\d{1,10}(?:\.\d{1,6})?$/.test(text) ? Number(text) : Number.NaN;
+  if (!(rate > 0 && rate <= 1e9)) {
+    throw new UsageError(
+      `${name} must be a number of events per second above 0 (such as 250 or 0.5), got ${shown(text)}`,
+    );
+  }
+  return rate;
 }
 
 /** The subscription's REST form, from the emulator when PUBSUB_EMULATOR_HOST names one. */
@@ -241,6 +284,8 @@ const RULE_LABEL: Readonly<Record<RuleResult["rule"], string>> = {
   "retry-policy": "retry policy",
   "flow-control": "flow control",
   "push-auth": "push auth",
+  "key-write-rate": "key writes",
+  "write-rate": "write rate",
 };
 
 function report(facts: SubscriptionFacts, sizing: Sizing, rules: RuleResult[]): string {

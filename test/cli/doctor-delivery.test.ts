@@ -36,6 +36,10 @@ const sizing: Sizing = {
   maxDeliveryAttempts: undefined,
   maxMessages: 1_000,
   maxExtensionMs: 3_600_000,
+  store: undefined,
+  rate: undefined,
+  mutexRate: undefined,
+  spread: false,
 };
 const rule = (facts: SubscriptionFacts, s: Partial<Sizing>, name: RuleResult["rule"]) =>
   checkRules(facts, { ...sizing, ...s }).find((r) => r.rule === name) as RuleResult;

@@ -50,6 +50,10 @@ describe("the rules as arithmetic", () => {
     maxDeliveryAttempts: undefined,
     maxMessages: 1_000,
     maxExtensionMs: 3_600_000,
+    store: undefined,
+    rate: undefined,
+    mutexRate: undefined,
+    spread: false,
   };
   const verdicts = (f: SubscriptionFacts, s: Sizing) =>
     Object.fromEntries(checkRules(f, s).map((r) => [r.rule, r.verdict]));
@@ -63,6 +67,8 @@ describe("the rules as arithmetic", () => {
       "retry-policy": "pass",
       "flow-control": "n/a",
       "push-auth": "pass",
+      "key-write-rate": "n/a",
+      "write-rate": "n/a",
     });
   });
 
@@ -162,6 +168,8 @@ describe("the rules as arithmetic", () => {
       // One run of 2 h outlasts heartbeat's maxHoldMs (60 min): the renewals stop before it ends.
       "flow-control": "fail",
       "push-auth": "n/a",
+      "key-write-rate": "n/a",
+      "write-rate": "n/a",
     });
   });
 
@@ -324,6 +332,30 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
     expect(result.stdout).toMatch(/every rule holds\n$/);
   });
 
+  it("capacity: a mutex per entity on Firestore above its per-document ceiling breaks, with the fix", async () => {
+    const result = await doctor(
+      "--subscription",
+      subscription("healthy"),
+      "--store",
+      "firestore",
+      "--rate",
+      "100",
+      "--mutex-rate",
+      "2",
+    );
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(
+      /^✗ key writes: .+\n {4}2\/s cycles × 2 writes \(claim, release\) = 4\/s on one record > 1\/s/m,
+    );
+    expect(result.stdout).toMatch(/^✓ write rate: .+\n {4}100\/s deliveries × 2 writes/m);
+    const wrong = await doctor("--subscription", subscription("healthy"), "--store", "ftp");
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/--store must be one of datastore, firestore, spanner/);
+    const rate = await doctor("--subscription", subscription("healthy"), "--rate", "-3");
+    expect(rate.code).toBe(2);
+    expect(rate.stderr).toMatch(/--rate must be a number of events per second above 0/);
+  });
+
   it("dead-letter max attempts below the computed minimum: exit 1 naming rule 3", async () => {
     const result = await doctor("--subscription", subscription("few-attempts"));
     expect(result.code).toBe(1);
@@ -358,6 +390,8 @@ describe.skipIf(!emulator)("doctor against the Pub/Sub emulator", () => {
       ["retry-policy", "pass"],
       ["flow-control", "n/a"],
       ["push-auth", "pass"],
+      ["key-write-rate", "n/a"],
+      ["write-rate", "n/a"],
     ]);
   });
 

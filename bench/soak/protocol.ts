@@ -47,8 +47,9 @@ export interface IntervalDone {
 }
 
 /**
- * The server's go-ahead (after the last interval: leave), once it has measured itself at rest, with the refused values made
- * anew: a token "ten minutes ahead" must not become valid during a long run.
+ * The server's go-ahead once it has measured itself at rest (after the last interval: leave),
+ * with the refused values made anew: a token "ten minutes ahead" must not become valid during
+ * a long run.
  */
 export interface Resume {
   readonly type: "resume";

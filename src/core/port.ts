@@ -173,8 +173,8 @@ export interface PurgeOptions {
 
 /**
  * One record as {@link LockBackend.inspect} reads it. Every time is epoch ms in the store's own
- * clock (Redis `TIME`, SQL `now()`; this process's clock for Datastore and Firestore), `now`
- * included: compare them with `now`, not with this machine's `Date.now()`.
+ * clock (Redis `TIME`, SQL `now()`, Spanner's; Datastore's and Firestore's as read or
+ * bounded from their answers), `now` included: compare them with `now`, not with this machine's `Date.now()`.
  *
  * @example
  * ```ts

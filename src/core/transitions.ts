@@ -271,7 +271,7 @@ export function clockFence(nowMs: number): number {
 }
 
 /**
- * For the backends that judge leases by this process's clock (Datastore, Firestore): a claim
+ * For the Google backends, judged in the store's time once the win's write landed: a claim
  * whose write waited out its whole lease (retries behind the store's lock timeouts take
  * seconds) has lapsed by the time it returns, and another claimer may have reclaimed it
  * already. Such a win is not handed to a body: it answers `held` instead, and the record,

@@ -1,5 +1,6 @@
 // The model-based test of the transition table (test/support/model-run.ts) on DatastoreLock,
-// against the Datastore-mode emulator. DatastoreLock judges by this process's clock.
+// against the Datastore-mode emulator. DatastoreLock judges in the store's
+// time, and the emulator's clock is this machine's: the client's, to the ms.
 import { Datastore } from "@google-cloud/datastore";
 import { afterAll, describe, it } from "vitest";
 import { DatastoreLock } from "../../src/backends/datastore/index.js";
@@ -28,6 +29,8 @@ describe.skipIf(!emulator)("DatastoreLock (emulator) against the transition tabl
             new DatastoreLock({ datastore: shared, namespace: freshNamespace(), ttlMs }),
           clock: "client",
           lapsedWinAnswersHeld: true,
+          // The store's time as bounds: a recent answer's round trip wide at most.
+          clockLagMs: ({ p90Ms }) => 2 * p90Ms + 10,
           // Nothing purges, and no TTL policy is set: an expired record stays.
           deletesExpired: false,
         },

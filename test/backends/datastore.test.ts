@@ -109,6 +109,7 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     reclaimRacers: 6,
     raceTimeoutMs: 240_000,
     roundTrips: {
+      firstClaimWon: 4,
       claimWon: 2,
       claimHeld: 1,
       renew: 3,

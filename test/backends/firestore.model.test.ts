@@ -1,5 +1,6 @@
 // The model-based test of the transition table (test/support/model-run.ts) on FirestoreLock,
-// against the Firestore emulator. FirestoreLock judges by this process's clock.
+// against the Firestore emulator. FirestoreLock judges in the store's
+// time, and the emulator's clock is this machine's: the client's, to the ms.
 import { Firestore } from "@google-cloud/firestore";
 import { afterAll, describe, it } from "vitest";
 import { FirestoreLock } from "../../src/backends/firestore/index.js";
@@ -28,6 +29,8 @@ describe.skipIf(!emulator)("FirestoreLock (emulator) against the transition tabl
             new FirestoreLock({ firestore: shared, collection: freshCollection(), ttlMs }),
           clock: "client",
           lapsedWinAnswersHeld: true,
+          // The store's time as bounds: a recent answer's round trip wide at most.
+          clockLagMs: ({ p90Ms }) => 2 * p90Ms + 10,
           // Nothing purges, and no TTL policy is set: an expired record stays.
           deletesExpired: false,
         },

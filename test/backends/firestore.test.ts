@@ -88,6 +88,7 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     reclaimRacers: 32,
     raceTimeoutMs: 60_000,
     roundTrips: {
+      firstClaimWon: 2,
       claimWon: 1,
       claimHeld: 2,
       renew: 2,

@@ -25,6 +25,11 @@ export interface Instrument {
 
 /** The RPCs each verb costs, per outcome. */
 export interface RoundTrips {
+  /**
+   * A new lock's first claim of an absent key: it learns the store's time first (Datastore:
+   * an empty transaction; Firestore: the read of the reclaim path).
+   */
+  firstClaimWon: number;
   claimWon: number;
   claimHeld: number;
   renew: number;
@@ -224,6 +229,9 @@ export function describeGoogleLockCases(f: GoogleLockFixture): void {
     };
     const expected = f.roundTrips;
     let claim: Claim | undefined;
+    expect(
+      await measure("first claim of a new lock (absent → won)", () => backend.claim("rt0", 60_000)),
+    ).toBe(expected.firstClaimWon);
     expect(
       await measure("claim (absent → won)", async () => {
         claim = won(await backend.claim("rt", 60_000));

@@ -39,8 +39,9 @@ export interface ModelTarget {
   /** The backend's ttl; half the lease is a good choice, so that sequences reach expiries. */
   ttlMs: number;
   /**
-   * Where the store's clock is: `"client"` when the backend judges by this process's
-   * `Date.now()` (InMemoryLock, DatastoreLock, FirestoreLock), `"server"` when by a clock of
+   * Where the store's clock is: `"client"` when it reads this process's `Date.now()`
+   * (InMemoryLock; an emulator on this machine, for DatastoreLock and FirestoreLock, which
+   * judge in the store's time), `"server"` when by a clock of
    * its own (Redis `TIME`, SQL `now()`; its offset is learned from each sequence's first won
    * claim), or an injected clock read by both sides (InMemoryLock with a fake clock; waits
    * advance it): the window is then exactly from the call's start to its answer.
@@ -51,6 +52,13 @@ export interface ModelTarget {
    * instead of `won` (`unlessLapsed` in the table): the write stands, the win is not handed out.
    */
   lapsedWinAnswersHeld?: boolean;
+  /**
+   * How far behind the store's time the backend may judge a call and start what it writes:
+   * DatastoreLock and FirestoreLock know their store's time as bounds learned from its
+   * answers (store-clock.ts), and decide at the earliest, up to a recent answer's round trip
+   * behind; a win is refused by the latest, up to as far ahead. Default 0.
+   */
+  clockLagMs?: number;
   /**
    * Whether the store may delete a record on its own once past its expiry (Redis PEXPIREAT,
    * InMemoryLock's sweep; a claim then starts a new record above every fence the key had).
@@ -590,7 +598,8 @@ class Sequence {
     });
     const received = this.clock.now();
     const g = this.clock.grain;
-    const window = { lo: sent + this.offset.lo - g, hi: received + this.offset.hi + g };
+    const lag = this.target.clockLagMs ?? 0;
+    const window = { lo: sent + this.offset.lo - g - lag, hi: received + this.offset.hi + g };
     const { possibilities, estimate } = explore(
       slots,
       window,
@@ -603,7 +612,7 @@ class Sequence {
           : [{ tag: "", answer: a }],
       // A store that answers a lapsed win `held` may have judged the claim at any moment up to
       // the last one whose lease had ended by the answer: that moment bounds the held lease end.
-      command.op === "claim" && this.target.lapsedWinAnswersHeld ? [window.hi - leaseMs] : [],
+      command.op === "claim" && this.target.lapsedWinAnswersHeld ? [window.hi + lag - leaseMs] : [],
     );
     const actual = shapeOf(answer);
 
@@ -676,7 +685,7 @@ class Sequence {
         this.won[command.key]!.unshift(outcome.claim);
         // The store's time at the claim, exactly: leaseExpiresAt = now + lease.
         const storeNow = outcome.claim.leaseExpiresAt - leaseMs;
-        const learned = { lo: storeNow - received - g, hi: storeNow - sent + g };
+        const learned = { lo: storeNow - received - g, hi: storeNow - sent + g + lag };
         const narrowed = {
           lo: Math.max(this.offset.lo, learned.lo),
           hi: Math.min(this.offset.hi, learned.hi),
@@ -715,7 +724,7 @@ class Sequence {
   ): { tag: string; answer: ClaimOutcome }[] {
     const variants = [{ tag: "", answer: outcome }];
     if (this.target.lapsedWinAnswersHeld && outcome.status === "won") {
-      const lapsed = unlessLapsed(outcome, window.hi);
+      const lapsed = unlessLapsed(outcome, window.hi + (this.target.clockLagMs ?? 0));
       if (lapsed.status === "held") variants.push({ tag: " (lapsed on return)", answer: lapsed });
     }
     return variants;
@@ -846,6 +855,8 @@ export interface ModelFixture {
   /** The shortest base lease to use, however fast the store; default 20 ms. */
   minLeaseMs?: number;
   lapsedWinAnswersHeld?: boolean;
+  /** The backend's clock lag (see {@link ModelTarget.clockLagMs}), from the calls measured. */
+  clockLagMs?: (sizing: LeaseSizing) => number;
   deletesExpired?: boolean;
 }
 
@@ -877,6 +888,7 @@ export async function runModel(
         ttlMs,
         clock: fixture.clock,
         ...(fixture.lapsedWinAnswersHeld ? { lapsedWinAnswersHeld: true } : {}),
+        ...(fixture.clockLagMs ? { clockLagMs: fixture.clockLagMs(sizing) } : {}),
         ...(fixture.deletesExpired === undefined ? {} : { deletesExpired: fixture.deletesExpired }),
       },
       options,

@@ -116,9 +116,14 @@ const NAMESPACE_PATTERN = /^(?!__.*__$)[0-9A-Za-z._-]{1,100}$/;
  * record in a transaction (begin, lookup, commit). `complete`, `release` and `renew` are one
  * transaction each.
  *
- * Time is this process's clock (`Date.now()`): a Datastore transaction cannot read a server
- * clock. Skew between instances of up to a few seconds is absorbed by the lease (minutes by
- * default); keep the hosts NTP-synced (Cloud Run and GCE are).
+ * Time is the store's: the driver surfaces no lookup's read time, so the lock keeps bounds
+ * on the store's time, learned from the commit time of each write it makes (before its first,
+ * from one empty transaction: 2 RPCs once), advanced by this process's monotonic clock. Each
+ * call decides at the earliest the store's time can be, so no offset or step of an instance's
+ * clock lets two instances hold a key. The bounds are as wide as the round trip of the commit
+ * they come from, plus 0.2 % of the time since (twice the most NTP slews a clock, for each
+ * side): a lapsed lease is taken over up to that much late, and a lease written starts up to
+ * that much early (milliseconds, against leases of minutes).
  *
  * Records are deleted only after `expiresAt`: configure a TTL policy on the `expiresAt`
  * property of the kind, or call `purgeExpired()` periodically.
@@ -202,7 +207,10 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
         "a non-empty name of at most 1,500 UTF-8 bytes, not of the form __name__",
       ) ?? "IdempotencyRecord";
     this.ttlMs = setup.ttlMs;
-    this.records = new GoogleRecords(new DatastoreIo(this.kind, this.namespace, driver), setup);
+    this.records = new GoogleRecords(
+      new DatastoreIo(this.kind, this.namespace, driver, setup.clock),
+      setup,
+    );
     if (new.target === DatastoreLock) offerTrustedPort(this, this.records.port());
     // Without a client of yours the driver is needed: loaded now, so that a surface built over
     // this lock reports its absence at once (the first call rejects with the same text).
@@ -284,9 +292,9 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
     return this.records.close();
   }
 
-  // Operator calls (the CLI's inspect and release), in this process's clock.
+  // Operator calls (the CLI's inspect and release), in the store's time.
 
-  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
+  /** The record of `key` as stored, and the store's time (the earliest it can be); see {@link LockBackend.inspect}. */
   async inspect(key: string): Promise<InspectedRecord | undefined> {
     assertValidKey(key);
     return this.records.inspect(key);

@@ -2,9 +2,15 @@
 // transactions. What to write is the transition table's (core/transitions.ts) to decide.
 
 import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
-import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
+import {
+  type Decide,
+  type LockRecord,
+  purgeTransition,
+  unlessLapsed,
+} from "../../core/transitions.js";
 import { conditionalWrite, GRPC } from "../google/grpc.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
+import type { LeaseClock, Stamp, StoreTime } from "../google/store-clock.js";
 import { fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
@@ -22,7 +28,13 @@ const UNINDEXED = ["key", "state", "fencingId", "leaseExpiresAt", "token", "fing
 /** Entities per purge transaction: the Datastore limit on mutations per commit is 500. */
 const PURGE_BATCH = 500;
 
-/** How DatastoreLock reads and writes records; the transition table decides what. */
+/**
+ * How DatastoreLock reads and writes records; the transition table decides what. Time is the
+ * store's, as bounds (google/store-clock.ts): the driver surfaces no lookup's read time, so a
+ * call decides at the earliest the store's time can be (a lease is never taken over early),
+ * and a win is judged lapsed by the latest; the bounds are learned from the commit time of
+ * every write (before the first, of one empty transaction).
+ */
 export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransactionLike> {
   readonly backend = "datastore";
   readonly purgeBatchSize = PURGE_BATCH;
@@ -31,6 +43,7 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
     private readonly kind: string,
     private readonly namespace: string | undefined,
     private readonly driver: () => Promise<DatastoreModule>,
+    private readonly clock: LeaseClock,
   ) {}
 
   async claim(
@@ -44,28 +57,28 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
     // store refuses with ALREADY_EXISTS if someone else created it first. Only a reclaim
     // (lapsed lease or ttl) needs the transaction.
     for (let race = 0; race < 3; race++) {
+      await this.time(datastore);
       const [entity] = (await datastore.get(entityKey as never)) as [StoredEntity | undefined];
       const record = fromStored(entity);
-      const { answer, write } = decide(record, Date.now());
-      if (write === undefined) return answer;
+      const now = this.bounds();
+      const { answer, write } = decide(record, now.earliest);
+      if (write === undefined) return unlessLapsed(answer, now.latest);
       if (record !== undefined) break;
       const entry = this.entry(entityKey, key, write);
-      if (await conditionalWrite([GRPC.ALREADY_EXISTS], () => datastore.insert(entry))) {
-        return answer;
-      }
+      const sent = this.clock.stamp();
+      let response: unknown;
+      const inserted = await conditionalWrite([GRPC.ALREADY_EXISTS], async () => {
+        response = await datastore.insert(entry);
+      });
+      if (inserted) return unlessLapsed(answer, this.committed(response, sent).latest);
     }
-    return this.update(datastore, key, decide);
+    const { result, at } = await this.transact(datastore, key, decide);
+    return unlessLapsed(result, at.latest);
   }
 
   /** One transaction: look the record up, let `decide` choose, commit its write or roll back. */
-  update<A>(datastore: DatastoreLike, key: string, decide: Decide<A>): Promise<A> {
-    const entityKey = this.entityKey(datastore, key);
-    return inTransaction(datastore, async (tx) => {
-      const [entity] = (await tx.get(entityKey as never)) as [StoredEntity | undefined];
-      const { answer, write } = decide(fromStored(entity), Date.now());
-      if (write !== undefined) tx.save(this.entry(entityKey, key, write));
-      return { result: answer, commit: write !== undefined };
-    });
+  async update<A>(datastore: DatastoreLike, key: string, decide: Decide<A>): Promise<A> {
+    return (await this.transact(datastore, key, decide)).result;
   }
 
   /**
@@ -82,20 +95,23 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
     retrying: Retrying,
   ): Promise<TransactionCompletion<T>> {
     const entityKey = this.entityKey(datastore, key);
-    return retrying(() =>
-      inTransaction(datastore, async (tx) => {
+    return retrying(async () => {
+      const { result } = await this.inTransaction(datastore, async (tx) => {
         const value = await body(tx);
         const [entity] = (await tx.get(entityKey as never)) as [StoredEntity | undefined];
-        const { row, answer, write } = decide(fromStored(entity), Date.now());
+        const now = this.bounds();
+        const { row, answer, write } = decide(fromStored(entity), now.earliest);
         const commit = row === "complete.claimed";
         if (commit && write !== undefined) tx.save(this.entry(entityKey, key, write));
         return { result: { completed: answer, value }, commit };
-      }),
-    );
+      });
+      return result;
+    });
   }
 
   async purgeBatch(datastore: DatastoreLike, retrying: Retrying): Promise<PurgeBatch> {
     const { PropertyFilter } = await this.driver();
+    const before = await this.time(datastore);
     // Without a namespace of ours, the client's own default applies, as it does for keys.
     const namespace = this.namespace ?? datastore.namespace;
     const base =
@@ -103,22 +119,24 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
         ? datastore.createQuery(this.kind)
         : datastore.createQuery(namespace, this.kind);
     const query = base
-      .filter(new PropertyFilter("expiresAt", "<=", new Date()) as never)
+      .filter(new PropertyFilter("expiresAt", "<=", new Date(before.earliest)) as never)
       .select("__key__")
       .limit(PURGE_BATCH);
     const [rows] = (await datastore.runQuery(query as never)) as [Record<symbol, unknown>[]];
     if (rows.length === 0) return { found: 0, deleted: 0 };
     const keys = rows.map((row) => row[datastore.KEY]);
-    const deleted = await retrying(() =>
-      inTransaction(datastore, async (tx) => {
+    const deleted = await retrying(async () => {
+      const { result } = await this.inTransaction(datastore, async (tx) => {
         const [entities] = (await tx.get(keys as never)) as [StoredEntity[]];
+        const { earliest } = this.bounds();
         const stale = entities.filter(
-          (entity) => purgeTransition(fromStored(entity), Date.now()).write === "delete",
+          (entity) => purgeTransition(fromStored(entity), earliest).write === "delete",
         );
         for (const entity of stale) tx.delete(entity[datastore.KEY] as never);
         return { result: stale.length, commit: stale.length > 0 };
-      }),
-    );
+      });
+      return result;
+    });
     return { found: rows.length, deleted };
   }
 
@@ -128,6 +146,83 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
     const stubs = [...(owned.clients_?.values() ?? [])];
     owned.clients_?.clear();
     await Promise.all(stubs.map((stub) => stub.close?.()));
+  }
+
+  /** Read, decide and commit in one transaction; `at`: the commit's time, or the decision's. */
+  private async transact<A>(
+    datastore: DatastoreLike,
+    key: string,
+    decide: Decide<A>,
+  ): Promise<{ result: A; at: StoreTime }> {
+    const entityKey = this.entityKey(datastore, key);
+    return this.inTransaction(datastore, async (tx) => {
+      const [entity] = (await tx.get(entityKey as never)) as [StoredEntity | undefined];
+      const now = this.bounds();
+      const { answer, write } = decide(fromStored(entity), now.earliest);
+      if (write !== undefined) tx.save(this.entry(entityKey, key, write));
+      return { result: answer, commit: write !== undefined };
+    });
+  }
+
+  /**
+   * Run `body` in one transaction and end it: commit its writes, or roll back a read-only one
+   * (or its locks linger until they time out). A failure before the commit rolls back too.
+   * Resolves to the body's result and the store's time: the commit's, or the bounds after a
+   * rollback.
+   */
+  private async inTransaction<T>(
+    datastore: DatastoreLike,
+    body: (tx: DatastoreTransactionLike) => Promise<{ result: T; commit: boolean }>,
+  ): Promise<{ result: T; at: StoreTime }> {
+    await this.time(datastore);
+    const tx = datastore.transaction();
+    let ending = false;
+    try {
+      // An explicit begin: the driver's lazy begin-with-lookup left the emulator holding a
+      // second transaction's lock (commit then hit "Transaction lock timeout").
+      await tx.run();
+      const { result, commit } = await body(tx);
+      ending = true;
+      if (!commit) {
+        await tx.rollback();
+        return { result, at: this.bounds() };
+      }
+      const sent = this.clock.stamp();
+      return { result, at: this.committed(await tx.commit(), sent) };
+    } catch (error) {
+      // A failed commit has ended the transaction already; otherwise free its locks.
+      if (!ending) await tx.rollback().catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * The store's time now. Before anything was learned, one empty transaction asks it: its
+   * commit time (2 RPCs, once per lock; every write's commit time keeps the bounds fresh).
+   */
+  private async time(datastore: DatastoreLike): Promise<StoreTime> {
+    const known = this.clock.now();
+    if (known !== undefined) return known;
+    const tx = datastore.transaction();
+    await tx.run();
+    // A commit's time is no earlier than the store's when its request left: stamp it here.
+    const sent = this.clock.stamp();
+    return this.committed(await tx.commit(), sent);
+  }
+
+  /** Learn a commit's time (its request sent at `sent`); the bounds now. */
+  private committed(response: unknown, sent: Stamp): StoreTime {
+    this.clock.learn(commitTime(response), sent, "write");
+    return this.bounds();
+  }
+
+  /** The bounds on the store's time now; known once `time()` has run. */
+  private bounds(): StoreTime {
+    const now = this.clock.now();
+    if (now === undefined) {
+      throw new Error("the store answered a commit without its time (CommitResponse.commitTime)");
+    }
+    return now;
   }
 
   private entityKey(datastore: DatastoreLike, key: string): unknown {
@@ -146,29 +241,16 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
 }
 
 /**
- * Run `body` in one transaction and end it: commit its writes, or roll back a read-only one
- * (or its locks linger until they time out). A failure before the commit rolls back too.
+ * The store's time in a commit's answer (`[CommitResponse]`): its `commitTime`, or, where a
+ * non-transactional commit leaves that unset, the first mutation's `updateTime`.
  */
-async function inTransaction<T>(
-  datastore: DatastoreLike,
-  body: (tx: DatastoreTransactionLike) => Promise<{ result: T; commit: boolean }>,
-): Promise<T> {
-  const tx = datastore.transaction();
-  let ending = false;
-  try {
-    // An explicit begin: the driver's lazy begin-with-lookup left the emulator holding a
-    // second transaction's lock (commit then hit "Transaction lock timeout").
-    await tx.run();
-    const { result, commit } = await body(tx);
-    ending = true;
-    if (commit) await tx.commit();
-    else await tx.rollback();
-    return result;
-  } catch (error) {
-    // A failed commit has ended the transaction already; otherwise free its locks.
-    if (!ending) await tx.rollback().catch(() => {});
-    throw error;
-  }
+function commitTime(response: unknown): unknown {
+  const [first] = Array.isArray(response) ? response : [response];
+  const answer = first as
+    | { commitTime?: unknown; mutationResults?: { updateTime?: unknown }[] }
+    | null
+    | undefined;
+  return answer?.commitTime ?? answer?.mutationResults?.[0]?.updateTime;
 }
 
 /** What `close()` reaches of a client it created: the per-API gRPC clients, by name. */

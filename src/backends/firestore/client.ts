@@ -19,6 +19,8 @@ export interface FirestoreSnapshotLike {
   readonly exists: boolean;
   /** The last update time, used as the precondition of the next write. */
   readonly updateTime?: unknown;
+  /** The store's time at the read: leases are judged by it. */
+  readonly readTime?: unknown;
   /** The document it was read from. */
   readonly ref: FirestoreDocumentLike;
   /** The stored record's fields. */
@@ -41,9 +43,9 @@ export interface FirestoreSnapshotLike {
 export interface FirestoreDocumentLike {
   /** Read the record. */
   get(): Promise<FirestoreSnapshotLike>;
-  /** Claim an absent key: fails with ALREADY_EXISTS when the document exists. */
+  /** Claim an absent key: fails with ALREADY_EXISTS when the document exists. Its `writeTime` is read. */
   create(data: never): Promise<unknown>;
-  /** Write under a `lastUpdateTime` precondition: fails when someone wrote meanwhile. */
+  /** Write under a `lastUpdateTime` precondition: fails when someone wrote meanwhile. Its `writeTime` is read. */
   update(data: never, precondition: never): Promise<unknown>;
   /** Delete under a `lastUpdateTime` precondition (`purgeExpired`). */
   delete(precondition: never): Promise<unknown>;
@@ -69,6 +71,8 @@ export interface FirestoreQueryLike {
   get(): Promise<{
     /** The matching documents. */
     readonly docs: readonly FirestoreSnapshotLike[];
+    /** The store's time at the read: expiries are judged by it. */
+    readonly readTime?: unknown;
   }>;
 }
 

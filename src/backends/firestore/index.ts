@@ -109,9 +109,14 @@ const COLLECTION_PATTERN = /^(?!__.*__$)(?!\.\.?$)[^/]+$/s;
  * `create()` (fails if the document exists), a reclaim and every other write is an `update`
  * with a last-update-time precondition, so a concurrent writer makes it fail and we re-read.
  *
- * Time is this process's clock (`Date.now()`): skew between instances of up to a few seconds
- * is absorbed by the lease. Records are deleted only after `expiresAt`: configure a TTL
- * policy on `expiresAt` for the collection, or call `purgeExpired()`.
+ * Time is the store's: a record is judged at the read time of the read it was decided on,
+ * and a win at its write time, so no offset or step of an instance's clock lets two instances
+ * hold a key. Only the one-write claim of an absent key starts its lease without a read: at
+ * the earliest the store's time can be, bounded from earlier answers' times
+ * (google/store-clock.ts), up to one round trip early; until a write has told the bounds,
+ * that claim reads first (2 RPCs). Records are deleted only after
+ * `expiresAt`: configure a TTL policy on `expiresAt` for the collection, or call
+ * `purgeExpired()`.
  *
  * The constructor does no I/O; without a `firestore` of yours it starts importing @google-cloud/firestore, and
  * when that package is not installed a surface built over the lock logs one ERROR line at
@@ -187,7 +192,7 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
         'one path segment of at most 1,500 UTF-8 bytes, not "." / ".." / __name__',
       ) ?? "idempotency-records";
     this.ttlMs = setup.ttlMs;
-    this.records = new GoogleRecords(new FirestoreIo(this.collection), setup);
+    this.records = new GoogleRecords(new FirestoreIo(this.collection, setup.clock), setup);
     if (new.target === FirestoreLock) offerTrustedPort(this, this.records.port());
     // Without a client of yours the driver is needed: loaded now, so that a surface built over
     // this lock reports its absence at once (the first call rejects with the same text).
@@ -274,9 +279,9 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
     return this.records.close();
   }
 
-  // Operator calls (the CLI's inspect and release), in this process's clock.
+  // Operator calls (the CLI's inspect and release), in the store's time.
 
-  /** The record of `key` as stored, and this process's time; see {@link LockBackend.inspect}. */
+  /** The record of `key` as stored, and the store's time at the read; see {@link LockBackend.inspect}. */
   async inspect(key: string): Promise<InspectedRecord | undefined> {
     assertValidKey(key);
     return this.records.inspect(key);

@@ -2,9 +2,15 @@
 // a last-update-time precondition. What to write is the transition table's to decide.
 import { InvalidConfiguration } from "../../core/errors.js";
 import type { ClaimOutcome, TransactionCompletion } from "../../core/port.js";
-import { type Decide, type LockRecord, purgeTransition } from "../../core/transitions.js";
+import {
+  type Decide,
+  type LockRecord,
+  purgeTransition,
+  unlessLapsed,
+} from "../../core/transitions.js";
 import { conditionalWrite, GRPC, grpcCode } from "../google/grpc.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
+import type { LeaseClock, Stamp, StoreTime } from "../google/store-clock.js";
 import { changedFields, fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { FirestoreDocumentLike, FirestoreLike, FirestoreTransactionLike } from "./client.js";
@@ -19,48 +25,40 @@ const PURGE_BATCH = 300;
 /**
  * How FirestoreLock reads and writes records, without transactions: an absent key is taken
  * with `create()` (refused if the document exists), every other write is an `update` under a
- * last-update-time precondition; a refused write re-reads and decides again.
+ * last-update-time precondition; a refused write re-reads and decides again. Time is the
+ * store's: a record is judged at its read's time, a win at its write's; only the one-write
+ * claim of an absent key starts its lease at bounds learned earlier (google/store-clock.ts).
  */
 export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransactionLike> {
   readonly backend = "firestore";
   readonly purgeBatchSize = PURGE_BATCH;
 
-  constructor(private readonly collection: string) {}
+  constructor(
+    private readonly collection: string,
+    private readonly clock: LeaseClock,
+  ) {}
 
   async claim(
     firestore: FirestoreLike,
     key: string,
     decide: Decide<ClaimOutcome>,
   ): Promise<ClaimOutcome> {
-    // Most keys are first deliveries: try the one-write path first.
-    const { answer, write } = decide(undefined, Date.now());
     const ref = this.document(firestore, key);
-    if (write !== undefined && (await create(ref, toStored(key, write)))) return answer;
-    return this.update(firestore, key, decide);
+    // Most keys are first deliveries: try the one-write path first, once a commit has bounded
+    // the store's time (before that, the read of the path below tells it).
+    const now = this.clock.now();
+    if (now !== undefined) {
+      const { answer, write } = decide(undefined, now.earliest);
+      const sent = this.clock.stamp();
+      const created = write === undefined ? undefined : await create(ref, toStored(key, write));
+      if (created !== undefined) return unlessLapsed(answer, this.writeTime(created, sent).latest);
+    }
+    const { answer, at } = await this.transact(firestore, key, decide);
+    return unlessLapsed(answer, at.latest);
   }
 
   async update<A>(firestore: FirestoreLike, key: string, decide: Decide<A>): Promise<A> {
-    const ref = this.document(firestore, key);
-    for (let race = 0; race < MAX_RACES; race++) {
-      const snapshot = await ref.get();
-      // Absent, or deleted meanwhile (TTL or purge): a claim starts a new record (its first fence).
-      const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
-      const { answer, write } = decide(record, Date.now());
-      if (write === undefined) return answer;
-      const written =
-        record === undefined
-          ? await create(ref, toStored(key, write))
-          : await conditionalWrite(CHANGED, () =>
-              ref.update(
-                updateOf(key, record, write) as never,
-                {
-                  lastUpdateTime: snapshot.updateTime,
-                } as never,
-              ),
-            );
-      if (written) return answer;
-    }
-    throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
+    return (await this.transact(firestore, key, decide)).answer;
   }
 
   /**
@@ -90,9 +88,11 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
         return await firestore.runTransaction(async (tx) => {
           readAt = undefined;
           const value = await body(tx);
+          const sent = this.clock.stamp();
           const snapshot = await ref.get();
+          const now = this.readTime(snapshot, sent);
           const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
-          const { row, answer, write } = decide(record, Date.now());
+          const { row, answer, write } = decide(record, now.earliest);
           // Fenced out, or already done at this fence: none of this run's writes may land.
           if (row !== "complete.claimed" || write === undefined) {
             throw new RolledBack({ completed: answer, value });
@@ -121,30 +121,80 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
   }
 
   async purgeBatch(firestore: FirestoreLike, retrying: Retrying): Promise<PurgeBatch> {
+    // The filter only narrows the query (this process's clock until the store's is known);
+    // each record found is judged at the query's read time.
     const query = firestore
       .collection(this.collection)
-      .where("expiresAt", "<=" as never, new Date())
+      .where("expiresAt", "<=" as never, new Date(this.clock.now()?.earliest ?? Date.now()))
       .limit(PURGE_BATCH);
-    const { docs } = await retrying(() => query.get());
+    const sent = this.clock.stamp();
+    const snapshot = await retrying(() => query.get());
+    const { earliest } = this.readTime(snapshot, sent);
     const deletions = await Promise.all(
-      docs.map(async (doc) => {
-        if (purgeTransition(fromStored(doc.data()), Date.now()).write !== "delete") return false;
+      snapshot.docs.map(async (doc) => {
+        if (purgeTransition(fromStored(doc.data()), earliest).write !== "delete") return false;
         // A record reclaimed since the query has a newer update time: the delete is refused.
         return conditionalWrite(CHANGED, () =>
           doc.ref.delete({ lastUpdateTime: doc.updateTime } as never),
         );
       }),
     );
-    return { found: docs.length, deleted: deletions.filter(Boolean).length };
+    return { found: snapshot.docs.length, deleted: deletions.filter(Boolean).length };
   }
 
   async end(firestore: FirestoreLike): Promise<void> {
     await firestore.terminate?.();
   }
 
+  /**
+   * Read the record, let `decide` choose at the read's time, write under the read's update
+   * time (or create it): resolves to the answer and the store's time after the write (or the
+   * read). A write refused because the record moved reads and decides again.
+   */
+  private async transact<A>(
+    firestore: FirestoreLike,
+    key: string,
+    decide: Decide<A>,
+  ): Promise<{ answer: A; at: StoreTime }> {
+    const ref = this.document(firestore, key);
+    for (let race = 0; race < MAX_RACES; race++) {
+      const read = this.clock.stamp();
+      const snapshot = await ref.get();
+      const now = this.readTime(snapshot, read);
+      // Absent, or deleted meanwhile (TTL or purge): a claim starts a new record (its first fence).
+      const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
+      const { answer, write } = decide(record, now.earliest);
+      if (write === undefined) return { answer, at: now };
+      const sent = this.clock.stamp();
+      const written =
+        record === undefined
+          ? await create(ref, toStored(key, write))
+          : await updated(ref, updateOf(key, record, write), snapshot.updateTime);
+      if (written !== undefined) return { answer, at: this.writeTime(written, sent) };
+    }
+    throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
+  }
+
+  /** The store's time after a read (`readTime`), its request sent at `sent`. */
+  private readTime(snapshot: { readonly readTime?: unknown }, sent: Stamp): StoreTime {
+    return known(this.clock.learn(snapshot.readTime, sent, "read"));
+  }
+
+  /** The store's time after a write (its `WriteResult.writeTime`), sent at `sent`. */
+  private writeTime(result: unknown, sent: Stamp): StoreTime {
+    const time = (result as { writeTime?: unknown } | null | undefined)?.writeTime;
+    return known(this.clock.learn(time, sent, "write"));
+  }
+
   private document(firestore: FirestoreLike, key: string): FirestoreDocumentLike {
     return firestore.collection(this.collection).doc(encodeDocumentId(key));
   }
+}
+
+/** Bounds that must be known: the store answered with its time, or did before. */
+function known(time: StoreTime | undefined): StoreTime {
+  if (time === undefined) throw new Error("the store answered without its time (readTime)");
+  return time;
 }
 
 /** Ends an attempt that must not commit; `runTransaction` rolls back and rejects with it. */
@@ -172,9 +222,23 @@ function updateOf(key: string, previous: LockRecord | undefined, next: LockRecor
   return { ...fields, ...changedFields(previous, next) };
 }
 
-/** Create the document of an absent key: false when it exists already. */
-function create(ref: FirestoreDocumentLike, data: object): Promise<boolean> {
-  return conditionalWrite([GRPC.ALREADY_EXISTS], () => ref.create(data as never));
+/** Create the document of an absent key: its WriteResult, or undefined when it exists. */
+function create(ref: FirestoreDocumentLike, data: object): Promise<unknown> {
+  return written([GRPC.ALREADY_EXISTS], () => ref.create(data as never));
+}
+
+/** Update under the read's update time: its WriteResult, or undefined when the record moved. */
+function updated(ref: FirestoreDocumentLike, data: object, lastUpdateTime: unknown) {
+  return written(CHANGED, () => ref.update(data as never, { lastUpdateTime } as never));
+}
+
+/** A conditional write's result ({} when it has none), or undefined when it was refused. */
+async function written(refusals: readonly number[], write: () => Promise<unknown>) {
+  let result: unknown;
+  const landed = await conditionalWrite(refusals, async () => {
+    result = (await write()) ?? {};
+  });
+  return landed ? result : undefined;
 }
 
 /**

@@ -13,6 +13,7 @@ import {
 import { hasMethods } from "../shared/has-methods.js";
 import { LazyClient } from "./lazy-client.js";
 import { resolveRetry } from "./retry-options.js";
+import { CLOCK_OPTION, type LeaseClock, StoreClock } from "./store-clock.js";
 
 /** A project id: printable ASCII without spaces (`my-project`, `example.com:my-project`). */
 const PROJECT_PATTERN = /^[\x21-\x7e]{1,100}$/;
@@ -38,6 +39,8 @@ export interface GoogleLockSetup<C, K extends string> {
   readonly clientGiven: boolean;
   readonly ttlMs: number;
   readonly retry: RetryPolicy;
+  /** The store's time, as learned from its answers (the tests may put another clock here). */
+  readonly clock: LeaseClock;
   readonly own: { readonly [P in K]?: unknown };
 }
 
@@ -79,8 +82,20 @@ export function googleLockOptions<C, K extends string>(
     clientGiven: given !== undefined,
     ttlMs: ttlOption(read.ttlMs, DEFAULT_TTL_MS),
     retry: resolveRetry(read.retry, where),
+    clock: clockOption(options) ?? new StoreClock(),
     own,
   };
+}
+
+/** The clock under {@link CLOCK_OPTION}, a key no user can name (the tests' process clock). */
+function clockOption(options: unknown): LeaseClock | undefined {
+  if (options === null || typeof options !== "object") return undefined;
+  try {
+    const clock = (options as { [CLOCK_OPTION]?: unknown })[CLOCK_OPTION];
+    return hasMethods(clock, ["stamp", "now", "learn"]) ? (clock as LeaseClock) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

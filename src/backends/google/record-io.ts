@@ -15,11 +15,9 @@ export interface RecordIo<C, Tx> {
   /** Records per purge batch. */
   readonly purgeBatchSize: number;
   /**
-   * True when the store's clock is the time (SpannerLock): `claim` judges the lapse of a win
-   * itself, by the commit timestamp. Otherwise it is this process's clock, judged here.
+   * Claim `key` as `decide` says, by the store's fastest safe path (falling back to `update`),
+   * and answer a win whose lease had run out by its write's time in the store `held` instead.
    */
-  readonly storeClock?: boolean;
-  /** Claim `key` as `decide` says, by the store's fastest safe path (falling back to `update`). */
   claim(client: C, key: string, decide: Decide<ClaimOutcome>): Promise<ClaimOutcome>;
   /** Read the record of `key`, let `decide` choose, and store its write atomically. */
   update<A>(client: C, key: string, decide: Decide<A>): Promise<A>;

@@ -21,7 +21,6 @@ import {
   inspectTransition,
   releaseTransition,
   renewTransition,
-  unlessLapsed,
 } from "../../core/transitions.js";
 import { purgeInBatches } from "../shared/purge.js";
 import { callStore, callStoreWithBody } from "../shared/store-call.js";
@@ -31,10 +30,10 @@ import type { RecordIo, Retrying } from "./record-io.js";
 import { newToken } from "./stored-record.js";
 
 /**
- * The calls of a Google lock: the transition table (core/transitions.ts) applied with the
- * time the io reads (this process's clock, or Spanner's), each call retried on transient
- * errors and its failures wrapped by `callStore`. The store supplies only its
- * {@link RecordIo}.
+ * The calls of a Google lock: the transition table (core/transitions.ts) applied in the
+ * store's time as the io knows it (Spanner's and Firestore's as read; Datastore's as the
+ * earliest it can be, bounded from its commit times), each call retried on transient errors
+ * and its failures wrapped by `callStore`. The store supplies only its {@link RecordIo}.
  */
 export class GoogleRecords<C, Tx> {
   private readonly retrying: Retrying;
@@ -61,12 +60,12 @@ export class GoogleRecords<C, Tx> {
   async claim(key: string, leaseMs: number, fingerprint?: string): Promise<ClaimOutcome> {
     // One token per call, shared by its retries: a retry that finds it knows its write landed.
     const call = { key, leaseMs, ttlMs: this.setup.ttlMs, token: newToken(), fingerprint };
-    const outcome = await this.run("claim", key, (client) =>
+    // The io judges the lapse of a win, in the store's time.
+    return this.run("claim", key, (client) =>
       this.io.claim(client, key, (record, now) =>
         claimTransition(record, now, call, clockFence(now)),
       ),
     );
-    return this.io.storeClock === true ? outcome : unlessLapsed(outcome, Date.now());
   }
 
   /** A complete; `result` (checked by the caller) lands with DONE, in the same write. */

@@ -71,8 +71,6 @@ function withoutComments(sql: string): string {
 export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransactionLike> {
   readonly backend = "spanner";
   readonly purgeBatchSize = PURGE_BATCH;
-  /** Time is Spanner's: the lapse of a win is judged by its commit timestamp, here. */
-  readonly storeClock = true;
   private readonly readSql: string;
   private readonly expiredSql: string;
 

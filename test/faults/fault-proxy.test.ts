@@ -61,6 +61,20 @@ describe("the fault proxy", () => {
     expect(Date.now() - sent).toBeGreaterThanOrEqual(145);
   });
 
+  it("latency may slow some connections only", async () => {
+    proxy = await startFaultProxy({ host: "127.0.0.1", port: echoPort });
+    const fast = await client();
+    const slow = await client();
+    proxy.latency(600, "both", (connection) => connection === 2);
+    const sent = Date.now();
+    fast.socket.write("f");
+    slow.socket.write("s");
+    await until(() => fast.received() === "f");
+    expect(slow.received()).toBe("");
+    await until(() => slow.received() === "s");
+    expect(Date.now() - sent).toBeGreaterThanOrEqual(595);
+  });
+
   it("resetMidReply cuts the next reply after some bytes with a reset", async () => {
     proxy = await startFaultProxy({ host: "127.0.0.1", port: echoPort });
     const c = await client();

@@ -22,8 +22,12 @@ export interface FaultProxy {
   /** 127.0.0.1:port, where clients connect instead of the target. */
   readonly host: string;
   readonly port: number;
-  /** Delay each chunk by `ms`: client→server ("up"), server→client ("down") or both. */
-  latency(ms: number, direction?: Direction): void;
+  /**
+   * Delay each chunk by `ms`: client→server ("up"), server→client ("down") or both; with
+   * `only`, on the connections it picks (numbered from 1 in the order they were accepted)
+   * and no others: one slow path among fast ones.
+   */
+  latency(ms: number, direction?: Direction, only?: (connection: number) => boolean): void;
   /**
    * Cut the next server→client chunk after `bytes` (default: half of it, at least 1) and
    * reset the client's socket; the server's socket is closed too. Resolves when it fired.
@@ -40,6 +44,8 @@ export interface FaultProxy {
 
 /** One direction of one connection: chunks wait here for their time, in order. */
 interface Lane {
+  /** The connection's number, from 1. */
+  readonly connection: number;
   readonly from: Socket;
   readonly to: () => Socket | undefined;
   readonly direction: "up" | "down";
@@ -51,6 +57,9 @@ interface Lane {
 
 export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
   const delay = { up: 0, down: 0 };
+  let slowOnly: ((connection: number) => boolean) | undefined;
+  const delayOf = (l: Lane) =>
+    slowOnly === undefined || slowOnly(l.connection) ? delay[l.direction] : 0;
   let partitioned = false;
   let pendingReset: { bytes: number | undefined; fired: () => void } | undefined;
   const stats: FaultProxyStats = { connections: 0, resets: 0, heldChunks: 0 };
@@ -101,14 +110,19 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     );
   };
 
-  const lane = (from: Socket, to: () => Socket | undefined, direction: "up" | "down"): Lane => {
-    const l: Lane = { from, to, direction, queue: [], timer: undefined, cut: false };
+  const lane = (
+    connection: number,
+    from: Socket,
+    to: () => Socket | undefined,
+    direction: "up" | "down",
+  ): Lane => {
+    const l: Lane = { connection, from, to, direction, queue: [], timer: undefined, cut: false };
     lanes.add(l);
     from.on("data", (chunk: Buffer) => {
       if (l.cut) return;
       // Never earlier than the chunk before it: a stream stays in order when latency drops.
       const last = l.queue.at(-1)?.due ?? 0;
-      l.queue.push({ chunk, due: Math.max(Date.now() + delay[direction], last) });
+      l.queue.push({ chunk, due: Math.max(Date.now() + delayOf(l), last) });
       if (partitioned) stats.heldChunks++;
       pump(l);
     });
@@ -116,15 +130,15 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   };
 
   const server: Server = createServer((client) => {
-    stats.connections++;
+    const connection = ++stats.connections;
     sockets.add(client);
     let upstream: Socket | undefined;
-    const up = lane(client, () => upstream, "up");
+    const up = lane(connection, client, () => upstream, "up");
     const dial = () => {
       if (client.destroyed) return;
       upstream = tcpConnect(target.port, target.host);
       sockets.add(upstream);
-      const down = lane(upstream, () => client, "down");
+      const down = lane(connection, upstream, () => client, "down");
       upstream.on("connect", () => pump(up));
       upstream.on("error", () => client.resetAndDestroy());
       upstream.on("close", () => {
@@ -156,9 +170,10 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   return {
     host: `127.0.0.1:${address.port}`,
     port: address.port,
-    latency(ms, direction = "both") {
+    latency(ms, direction = "both", only) {
       if (direction !== "down") delay.up = ms;
       if (direction !== "up") delay.down = ms;
+      slowOnly = only;
     },
     resetMidReply(bytes) {
       return new Promise((fired) => {

@@ -103,4 +103,20 @@ describe("the fault proxy", () => {
     await until(() => old.received() === "held" && fresh.received() === "new");
     expect(proxy.stats().heldChunks).toBeGreaterThanOrEqual(1);
   });
+
+  it("a severed heal leaves the old connections silent for good, and new ones work", async () => {
+    proxy = await startFaultProxy({ host: "127.0.0.1", port: echoPort });
+    const old = await client();
+    proxy.blackhole();
+    old.socket.write("lost");
+    proxy.heal({ severed: true });
+    old.socket.write("after");
+    const fresh = await client();
+    fresh.socket.write("new");
+    await until(() => fresh.received() === "new");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(old.received()).toBe("");
+    expect(old.error()).toBeUndefined();
+    expect(old.socket.readyState).toBe("open");
+  });
 });

@@ -35,8 +35,12 @@ export interface FaultProxy {
   resetMidReply(bytes?: number): Promise<void>;
   /** A partition: stop forwarding anything, both ways, on every connection, old and new. */
   blackhole(): void;
-  /** End the partition and the latency; held data goes on, in order. */
-  heal(): void;
+  /**
+   * End the partition and the latency; held data goes on, in order. `severed`: the partition
+   * cost the connections it caught (a NAT or load balancer forgot them): their held data is
+   * dropped and they stay silent for good, no FIN, no RST; only new connections work.
+   */
+  heal(options?: { severed?: boolean }): void;
   stats(): FaultProxyStats;
   /** Close the listener and every connection. */
   close(): Promise<void>;
@@ -51,7 +55,7 @@ interface Lane {
   readonly direction: "up" | "down";
   queue: { chunk: Buffer; due: number }[];
   timer: NodeJS.Timeout | undefined;
-  /** Being cut by resetMidReply: nothing more goes through. */
+  /** Cut by resetMidReply, or severed by a partition: nothing more goes through. */
   cut: boolean;
 }
 
@@ -187,10 +191,19 @@ export async function startFaultProxy(target: { host: string; port: number }): P
         l.timer = undefined;
       }
     },
-    heal() {
+    heal(options = {}) {
       partitioned = false;
       delay.up = 0;
       delay.down = 0;
+      if (options.severed === true) {
+        // Silent for good: what they hold or send is never forwarded, nor is their closing.
+        for (const l of lanes) {
+          l.cut = true;
+          l.queue = [];
+        }
+        waiting.length = 0;
+        return;
+      }
       for (const dial of waiting.splice(0)) dial();
       for (const l of lanes) pump(l);
     },

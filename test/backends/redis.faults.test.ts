@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { BackendError, Duplicate, lock } from "../../src/index.js";
+import { startFaultProxy } from "../support/fault-proxy.js";
 import { silentLogger } from "../support/logger.js";
 import { type RedisServer, startRedisServer } from "../support/redis.js";
 
@@ -113,6 +114,34 @@ describe("RedisLock when the connection is lost mid-run", () => {
     } finally {
       await client.close?.().catch(() => {});
       admin.disconnect();
+    }
+  });
+});
+
+describe("RedisLock when a claim's reply is lost", () => {
+  it("ioredis resends the claim after reconnecting: it wins by its token, not held by itself", async () => {
+    const proxy = await startFaultProxy({ host: "127.0.0.1", port: server.port });
+    // ioredis's defaults: a command left unanswered by a dropped connection is sent again.
+    const client = new Redis(proxy.port, "127.0.0.1", { retryStrategy: () => 10 });
+    client.on("error", () => {}); // the reset, expected; ioredis reconnects
+    try {
+      const backend = new RedisLock({ client, prefix: "lost-reply:" });
+      await until(() => client.status === "ready", "ioredis to connect");
+      // The script cached first: the cut must fall on the claim's reply, not on a NOSCRIPT.
+      await backend.claim("warm-up", 60_000);
+      const cut = proxy.resetMidReply();
+      const outcome = await backend.claim("order-1", 60_000);
+      await cut;
+      expect(proxy.stats().resets).toBe(1);
+      // The first run of the script won; its resend finds its own token and says so.
+      expect(outcome.status).toBe("won");
+      const stored = await client.hget("lost-reply:order-1", "fencingId");
+      if (outcome.status === "won") expect(outcome.claim.fencingId).toBe(Number(stored));
+      // Another claim (another token) is held by it, as before.
+      await expect(backend.claim("order-1", 60_000)).resolves.toMatchObject({ status: "held" });
+    } finally {
+      client.disconnect();
+      await proxy.close();
     }
   });
 });

@@ -89,6 +89,6 @@ export interface DatastoreQueryLike {
 
 /** The driver module, as DatastoreLock imports it on first use. */
 export interface DatastoreModule {
-  Datastore: new (settings: Readonly<Record<string, string>>) => unknown;
+  Datastore: new (settings: Readonly<Record<string, string | number>>) => unknown;
   PropertyFilter: new (property: string, operator: string, value: unknown) => unknown;
 }

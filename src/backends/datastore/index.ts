@@ -26,6 +26,7 @@ import {
   assertValidKey,
   stringOption,
 } from "../../core/validate.js";
+import { KEEPALIVE_SETTINGS } from "../google/grpc.js";
 import { loadOnce } from "../google/lazy-client.js";
 import { googleLockOptions, nameOption } from "../google/options.js";
 import { GoogleRecords } from "../google/records.js";
@@ -187,7 +188,8 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
         option: "datastore",
         methods: ["key", "get", "insert", "transaction"],
         what: "a @google-cloud/datastore Datastore",
-        create: async (settings) => new (await driver()).Datastore(settings) as DatastoreLike,
+        create: async (settings) =>
+          new (await driver()).Datastore({ ...settings, ...KEEPALIVE_SETTINGS }) as DatastoreLike,
       },
       ["namespace", "kind"],
     );

@@ -36,6 +36,19 @@ export async function conditionalWrite(
   }
 }
 
+/**
+ * gRPC channel options for a client a lock makes itself: a keepalive ping while calls are
+ * pending, so a connection that died silently (a partition that cost it, a NAT or load
+ * balancer that forgot it: no FIN, no RST) is noticed and replaced. Without them the channel
+ * kept the dead connection for good: every later call ended in DEADLINE_EXCEEDED after 60 s
+ * (test/faults/severed-connections.test.ts). A minute apart, as Google's own clients ping
+ * (Spanner every 2 minutes, Pub/Sub every 5), so the servers never take it as abuse.
+ */
+export const KEEPALIVE_SETTINGS: Readonly<Record<string, number>> = {
+  "grpc.keepalive_time_ms": 60_000,
+  "grpc.keepalive_timeout_ms": 20_000,
+};
+
 const TRANSIENT_CODES = new Set<unknown>([GRPC.ABORTED, GRPC.UNAVAILABLE, GRPC.DEADLINE_EXCEEDED]);
 
 /**

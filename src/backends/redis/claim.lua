@@ -8,10 +8,14 @@
     claimed | claim | now ≥ leaseExpiresAt  → claimed (new token), won, fence + 1  [claim.lapsed]
     done    | claim | now < expiresAt       → done (+ stored fingerprint, result)  [claim.done]
     done    | claim | now ≥ expiresAt       → claimed, won, fence + 1              [claim.expired]
+    claimed | claim | the record bears this call's token (a retry whose write landed) → won,
+                                            unchanged                              [claim.own]
+  claim.own: ioredis resends a command left unanswered when its connection dropped
+  (autoResendUnfulfilledCommands, on by default), so a claim whose reply was lost runs again
+  with the same token; without this row it met its own win as held, for a whole lease.
   Every win (absent, lapsed, expired) stores this call's fingerprint, or none (an earlier one is
   deleted), and deletes any stored result (docs/state-machine.md, the record's fields). A held
   or done answer writes nothing.
-  claim.own needs no script: a script runs whole, so no claim is retried after its write.
   purge.expired is Redis's own: every write sets PEXPIREAT at the record's expiresAt.
 
   Input:
@@ -59,9 +63,12 @@ local us = now_us()
 local now = math.floor(us / 1000)
 
 local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt',
-  'fingerprint', 'result')
+  'fingerprint', 'result', 'token')
 local fence = us
 if r[1] then
+  if r[1] == 'claimed' and r[7] == token then
+    return {tonumber(r[2]), tonumber(r[3])}
+  end
   if r[1] == 'done' then
     if now < tonumber(r[4]) then
       if r[6] and r[6] ~= '' and not r[5] then

@@ -151,16 +151,12 @@ export const BUDGET: Record<StoreName, Record<PathName, PathBudget>> = {
     first: {
       calls: 4,
       fewest: 3,
-      why: "the claim reads the record and Spanner's clock in a read-write transaction (begun inline) and commits; an insert mutation in a single-use transaction would claim an absent key in one Commit",
+      why: "the claim reads first (a strong single-use query), then inserts the absent key in one Commit; a blind insert would save that read on a first delivery and cost every duplicate a second call",
     },
-    duplicate: {
-      calls: 2,
-      fewest: 1,
-      why: "the read runs in a read-write transaction, which a Rollback ends; a strong single-use read-only query first would answer a duplicate in one call",
-    },
-    held: { calls: 2, fewest: 1, why: "as a duplicate" },
+    duplicate: { calls: 1, fewest: 1 },
+    held: { calls: 1, fewest: 1 },
     "mutex cycle": { calls: 4, fewest: 3, why: "as a first delivery's claim" },
-    "once duplicate": { calls: 2, fewest: 1, why: "as a duplicate" },
+    "once duplicate": { calls: 1, fewest: 1 },
   },
 };
 

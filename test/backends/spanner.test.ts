@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import {
   type SpannerDatabaseLike,
   SpannerLock,
+  type SpannerMutationSetLike,
   type SpannerTransactionLike,
 } from "../../src/backends/spanner/index.js";
 import { renderSchema } from "../../src/backends/spanner/io.js";
@@ -54,8 +55,9 @@ afterAll(async () => {
 const passThrough: AroundWrite = (write) => write();
 
 /**
- * The database with records table `table` made before the first transaction, each RPC of a
- * transaction counted and each commit passed through `around`.
+ * The database with records table `table` made before the first call, each RPC counted (a
+ * transaction's, and the single-use read and insert of a claim) and each commit passed
+ * through `around`.
  */
 function instrumented(
   real: SpannerDatabaseLike,
@@ -92,6 +94,20 @@ function instrumented(
       });
       return [watched];
     },
+    ...(real.run && {
+      run: async (query: Parameters<NonNullable<SpannerDatabaseLike["run"]>>[0]) => {
+        await ensureTable(table);
+        count("query");
+        return real.run!(query);
+      },
+    }),
+    ...(real.writeAtLeastOnce && {
+      writeAtLeastOnce: async (mutations: SpannerMutationSetLike) => {
+        await ensureTable(table);
+        count("commit");
+        return around(() => real.writeAtLeastOnce!(mutations));
+      },
+    }),
   };
 }
 
@@ -128,17 +144,19 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
     // The emulator runs one read-write transaction at a time (others abort and retry): 8
     // racing callers per key take seconds a run there.
     hostileKeyRuns: 10,
-    // Every call: a query (beginning the transaction) and a commit, or a rollback.
+    // A claim: a single-use query, then for an absent key an insert committed alone; a
+    // reclaim runs the transaction after it. Every other call: a query (beginning the
+    // transaction) and a commit, or a rollback.
     roundTrips: {
       // Spanner's time is read in the claim's own query: nothing to learn first.
       firstClaimWon: 2,
       claimWon: 2,
-      claimHeld: 2,
+      claimHeld: 1,
       renew: 2,
       complete: 2,
-      claimDone: 2,
+      claimDone: 1,
       release: 2,
-      reclaim: 2,
+      reclaim: 3,
     },
     maxResultBytes: 2_621_440,
   });

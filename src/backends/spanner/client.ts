@@ -2,6 +2,29 @@
 // never imports the driver unless it creates the client itself.
 
 /**
+ * A commit's answer, as far as the lock reads it: a claim is judged at its commit timestamp.
+ *
+ * @example
+ * ```ts
+ * import type { SpannerCommitResponseLike } from "gcp-pubsub-idempotency/spanner";
+ *
+ * const response: SpannerCommitResponseLike = { commitTimestamp: { seconds: 1_796_600_000, nanos: 0 } };
+ * ```
+ */
+export interface SpannerCommitResponseLike {
+  /** The commit timestamp, in Spanner's clock (a protobuf Timestamp). */
+  commitTimestamp?:
+    | {
+        /** Whole seconds since the epoch (a number, string or Long). */
+        seconds?: unknown;
+        /** Nanoseconds within the second. */
+        nanos?: unknown;
+      }
+    | null
+    | undefined;
+}
+
+/**
  * The parts of a `@google-cloud/spanner` read-write `Transaction` this backend uses.
  *
  * @example
@@ -28,26 +51,7 @@ export interface SpannerTransactionLike {
   /** Queue deletes by primary key for the commit. */
   deleteRows(table: string, keys: string[]): void;
   /** Commit; rejects with ABORTED when a concurrent transaction won. */
-  commit(): Promise<
-    readonly [
-      (
-        | {
-            /** The commit timestamp, in Spanner's clock (a protobuf Timestamp). */
-            commitTimestamp?:
-              | {
-                  /** Whole seconds since the epoch (a number, string or Long). */
-                  seconds?: unknown;
-                  /** Nanoseconds within the second. */
-                  nanos?: unknown;
-                }
-              | null
-              | undefined;
-          }
-        | undefined
-      ),
-      ...unknown[],
-    ]
-  >;
+  commit(): Promise<readonly [SpannerCommitResponseLike | undefined, ...unknown[]]>;
   /** End the transaction without writing, freeing its locks. */
   rollback(): Promise<unknown>;
   /** Give the session back (after a commit or rollback this is a no-op). */
@@ -80,8 +84,42 @@ export interface SpannerDatabaseLike<Tx extends SpannerTransactionLike = Spanner
       ...unknown[],
     ]
   >;
+  /**
+   * A strong single-use read-only query: a duplicate's or a held key's only call. Without it,
+   * every claim reads in a read-write transaction.
+   */
+  run?(query: {
+    sql: string;
+    params: Record<string, unknown>;
+    json: true;
+  }): Promise<readonly [unknown[], ...unknown[]]>;
+  /**
+   * Mutations committed in one call, in a transaction of their own: an absent key's claim.
+   * Without it (or without the module's `MutationSet`), the claim runs a transaction.
+   */
+  writeAtLeastOnce?(
+    mutations: SpannerMutationSetLike,
+  ): Promise<readonly [SpannerCommitResponseLike, ...unknown[]]>;
   /** Close the database's sessions (when the lock created it). */
   close?(): Promise<unknown>;
+}
+
+/**
+ * A `MutationSet` of `@google-cloud/spanner`, as far as the lock fills one: an absent key's
+ * claim is one insert committed alone (`Database.writeAtLeastOnce`).
+ *
+ * @example
+ * ```ts
+ * import { MutationSet } from "@google-cloud/spanner";
+ * import type { SpannerMutationSetLike } from "gcp-pubsub-idempotency/spanner";
+ *
+ * const mutations: SpannerMutationSetLike = new MutationSet();
+ * mutations.insert("orders", { id: "order-1", total: 99 });
+ * ```
+ */
+export interface SpannerMutationSetLike {
+  /** Queue an insert of `row` into `table`: refused with ALREADY_EXISTS if its key is taken. */
+  insert(table: string, row: object): void;
 }
 
 /** The module `@google-cloud/spanner`, as far as the lock creates its own client. */
@@ -93,4 +131,6 @@ export interface SpannerModule {
     instance(id: string): { database(id: string): SpannerDatabaseLike };
     close(): unknown;
   };
+  /** Mutations for `writeAtLeastOnce`. */
+  MutationSet?: new () => SpannerMutationSetLike;
 }

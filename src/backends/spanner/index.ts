@@ -31,7 +31,12 @@ import type { SpannerDatabaseLike, SpannerModule, SpannerTransactionLike } from 
 import { renderSchema, renderUpgrade, SPANNER_MAX_RESULT_BYTES, SpannerIo } from "./io.js";
 
 export type { RetryOptions } from "../google/retry-options.js";
-export type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
+export type {
+  SpannerCommitResponseLike,
+  SpannerDatabaseLike,
+  SpannerMutationSetLike,
+  SpannerTransactionLike,
+} from "./client.js";
 
 /**
  * Options of {@link SpannerLock}: a `database`, or the ids to open one with; the rest
@@ -194,7 +199,16 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
       ) ?? "idempotency_records";
     this.ttlMs = setup.ttlMs;
     this.database = () => setup.client.get();
-    const io = new SpannerIo(this.table, (database) => opened.get(database)?.close());
+    const io = new SpannerIo(
+      this.table,
+      (database) => opened.get(database)?.close(),
+      // The driver is installed wherever a database of it was given; if not, a transaction.
+      () =>
+        driver().then(
+          (module) => module.MutationSet,
+          () => undefined,
+        ),
+    );
     this.records = new GoogleRecords(io, setup);
     if (new.target === SpannerLock) offerTrustedPort(this, this.records.port());
     // Without a client of yours the driver is needed: loaded now, so that a surface built over

@@ -13,7 +13,12 @@ import { GRPC, grpcCode } from "../google/grpc.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
 import { changedFields, withFields } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
-import type { SpannerDatabaseLike, SpannerTransactionLike } from "./client.js";
+import type {
+  SpannerCommitResponseLike,
+  SpannerDatabaseLike,
+  SpannerMutationSetLike,
+  SpannerTransactionLike,
+} from "./client.js";
 import expiredSql from "./expired.sql";
 import readSql from "./read.sql";
 import schemaSql from "./schema.sql";
@@ -74,10 +79,17 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
   private readonly readSql: string;
   private readonly expiredSql: string;
 
-  /** `closeClient`: whatever else to close with a database the lock opened itself. */
+  /**
+   * `closeClient`: whatever else to close with a database the lock opened itself.
+   * `mutationSet`: the driver's MutationSet, for an absent key's one-call claim (none: a
+   * transaction).
+   */
   constructor(
     private readonly table: string,
     private readonly closeClient: (database: SpannerDatabaseLike) => unknown = () => undefined,
+    private readonly mutationSet: () => Promise<
+      (new () => SpannerMutationSetLike) | undefined
+    > = async () => undefined,
   ) {
     this.readSql = render(readSql, table);
     this.expiredSql = render(expiredSql, table);
@@ -93,8 +105,43 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     key: string,
     decide: Decide<ClaimOutcome>,
   ): Promise<ClaimOutcome> {
+    const quick = await this.claimWithoutTransaction(database, key, decide);
+    if (quick !== undefined) return quick;
     const { answer, committedAt } = await this.transact(database, key, decide);
     return committedAt === undefined ? answer : unlessLapsed(answer, committedAt);
+  }
+
+  /**
+   * The claim in one call where no transaction is needed: a strong single-use read answers a
+   * done or held key (and a retry's own landed win), and an absent key is taken with an insert
+   * committed alone, which Spanner refuses with ALREADY_EXISTS if the key was created since (a
+   * replayed insert of ours too: the transaction then finds our token). Undefined: run the
+   * transaction (a reclaim, a race, or a database without these calls).
+   */
+  private async claimWithoutTransaction(
+    database: SpannerDatabaseLike,
+    key: string,
+    decide: Decide<ClaimOutcome>,
+  ): Promise<ClaimOutcome | undefined> {
+    if (database.run === undefined) return undefined;
+    const [rows] = await this.orUpgradeHint(() =>
+      database.run!({ sql: this.readSql, params: { key }, json: true }),
+    );
+    const [record, now] = fromRow(rows[0] as RecordRow);
+    const { answer, write } = decide(record, now);
+    if (write === undefined) return answer;
+    if (record !== undefined || database.writeAtLeastOnce === undefined) return undefined;
+    const MutationSet = await this.mutationSet();
+    if (MutationSet === undefined) return undefined;
+    const mutations = new MutationSet();
+    mutations.insert(this.table, toRow(key, write, undefined));
+    try {
+      const committedAt = commitMillis(await database.writeAtLeastOnce(mutations));
+      return committedAt === undefined ? answer : unlessLapsed(answer, committedAt);
+    } catch (error) {
+      if (grpcCode(error) === GRPC.ALREADY_EXISTS) return undefined;
+      throw error;
+    }
   }
 
   async update<A>(database: SpannerDatabaseLike, key: string, decide: Decide<A>): Promise<A> {
@@ -187,9 +234,16 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     tx: SpannerTransactionLike,
     key: string,
   ): Promise<[LockRecord | undefined, number]> {
+    const [rows] = await this.orUpgradeHint(() =>
+      tx.run({ sql: this.readSql, params: { key }, json: true }),
+    );
+    return fromRow(rows[0] as RecordRow);
+  }
+
+  /** `read`'s failure, saying what to run when the table was made by 0.1. */
+  private async orUpgradeHint<R>(read: () => Promise<R>): Promise<R> {
     try {
-      const [rows] = await tx.run({ sql: this.readSql, params: { key }, json: true });
-      return fromRow(rows[0] as RecordRow);
+      return await read();
     } catch (error) {
       throw lacksColumns(error, this.table) ?? error;
     }
@@ -269,7 +323,7 @@ function lacksColumns(error: unknown, table: string): Error | undefined {
 
 /** The commit timestamp in epoch ms, if the reply carries one. */
 function commitMillis(
-  response: Awaited<ReturnType<SpannerTransactionLike["commit"]>>,
+  response: readonly [SpannerCommitResponseLike | undefined, ...unknown[]],
 ): number | undefined {
   const stamp = response[0]?.commitTimestamp;
   if (stamp === null || stamp === undefined) return undefined;

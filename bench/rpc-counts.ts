@@ -133,18 +133,14 @@ export const BUDGET: Record<StoreName, Record<PathName, PathBudget>> = {
     "once duplicate": { calls: 1, fewest: 1 },
   },
   firestore: {
-    first: {
-      calls: 3,
-      fewest: 2,
-      why: "the claim is one create(); the complete reads the record before its update conditioned on the read's update time. The claim's own write time as that condition would make it one call whenever nothing wrote since",
-    },
+    first: { calls: 2, fewest: 2 },
     duplicate: {
       calls: 2,
       fewest: 1,
-      why: "the claim tries create() first, since most deliveries are first ones: a duplicate pays that refused create before its read. Reading first would make a duplicate one call and a first delivery four",
+      why: "the claim tries create() first, since most deliveries are first ones: a duplicate pays that refused create before its read. Reading first would make a duplicate one call and a first delivery three",
     },
     held: { calls: 2, fewest: 1, why: "as a duplicate" },
-    "mutex cycle": { calls: 3, fewest: 2, why: "the release, as the complete" },
+    "mutex cycle": { calls: 2, fewest: 2 },
     "once duplicate": { calls: 2, fewest: 1, why: "as a duplicate" },
   },
   spanner: {

@@ -87,14 +87,17 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     separateBackend: (collection) => new FirestoreLock({ firestore: client(), collection }),
     reclaimRacers: 32,
     raceTimeoutMs: 60_000,
+    // A holder's renew, complete and release: one update under the update time of the
+    // record it wrote last (no read before it); a claim of an existing key: the refused
+    // create, then the read (and the update of a reclaim).
     roundTrips: {
       firstClaimWon: 2,
       claimWon: 1,
       claimHeld: 2,
-      renew: 2,
-      complete: 2,
+      renew: 1,
+      complete: 1,
       claimDone: 2,
-      release: 2,
+      release: 1,
       reclaim: 3,
     },
     maxResultBytes: 1_000_000,

@@ -156,6 +156,27 @@ export function describeGoogleLockCases(f: GoogleLockFixture): void {
     f.raceTimeoutMs,
   );
 
+  it("a holder whose key another instance reclaimed cannot renew, complete or release", async () => {
+    // Each instance remembers only its own writes: the reclaim happened elsewhere, so the
+    // lapsed holder's next writes must be refused by the store, not by anything it remembers.
+    const scope = f.freshScope();
+    const a = f.separateBackend(scope) as RenewingBackend;
+    const b = f.separateBackend(scope);
+    for (const verb of ["renew", "complete", "release"] as const) {
+      const key = `reclaimed-elsewhere-${verb}`;
+      const lapsed = won(await a.claim(key, shortLeaseMs));
+      await sleep(shortLeaseMs + 100);
+      const reclaim = won(await b.claim(key, 60_000));
+      expect(reclaim.fencingId).toBe(lapsed.fencingId + 1);
+      if (verb === "renew") expect(await a.renew(lapsed, 60_000)).toBe(false);
+      if (verb === "complete") expect(await a.complete(lapsed)).toBe(false);
+      if (verb === "release") await a.release(lapsed);
+      // The reclaimer still holds the key, and completes it.
+      expect(await b.claim(key, 60_000)).toMatchObject({ status: "held" });
+      expect(await b.complete(reclaim)).toBe(true);
+    }
+  });
+
   it("a claim whose write landed but whose response was lost reaffirms its own win", async () => {
     const scope = f.freshScope();
     const state = { failures: 0 };

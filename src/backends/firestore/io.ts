@@ -14,6 +14,7 @@ import type { LeaseClock, Stamp, StoreTime } from "../google/store-clock.js";
 import { changedFields, fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
 import type { FirestoreDocumentLike, FirestoreLike, FirestoreTransactionLike } from "./client.js";
+import { LastWrites } from "./last-writes.js";
 
 /** A write refused because the document changed (or went) since it was read. */
 const CHANGED = [GRPC.FAILED_PRECONDITION, GRPC.NOT_FOUND];
@@ -33,6 +34,9 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
   readonly backend = "firestore";
   readonly purgeBatchSize = PURGE_BATCH;
 
+  /** What this process last wrote per key: a holder's next write needs no read before it. */
+  private readonly lastWrites = new LastWrites();
+
   constructor(
     private readonly collection: string,
     private readonly clock: LeaseClock,
@@ -51,14 +55,44 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
       const { answer, write } = decide(undefined, now.earliest);
       const sent = this.clock.stamp();
       const created = write === undefined ? undefined : await create(ref, toStored(key, write));
-      if (created !== undefined) return unlessLapsed(answer, this.writeTime(created, sent).latest);
+      if (created !== undefined && write !== undefined) {
+        this.lastWrites.remember(key, write, writeTimeOf(created));
+        return unlessLapsed(answer, this.writeTime(created, sent).latest);
+      }
     }
     const { answer, at } = await this.transact(firestore, key, decide);
     return unlessLapsed(answer, at.latest);
   }
 
   async update<A>(firestore: FirestoreLike, key: string, decide: Decide<A>): Promise<A> {
+    const quick = await this.updateAsLastWritten(firestore, key, decide);
+    if (quick !== undefined) return quick.answer;
     return (await this.transact(firestore, key, decide)).answer;
+  }
+
+  /**
+   * One write, no read, when this process wrote the key last: decide on that record (at the
+   * earliest bound of the store's time) and write under its update time, which Firestore
+   * refuses if anything wrote since. Only a decision that writes is taken this way: an answer
+   * without a write must come from a read. Undefined: read and decide.
+   */
+  private async updateAsLastWritten<A>(
+    firestore: FirestoreLike,
+    key: string,
+    decide: Decide<A>,
+  ): Promise<{ answer: A } | undefined> {
+    const last = this.lastWrites.take(key);
+    const now = this.clock.now();
+    if (last === undefined || now === undefined) return undefined;
+    const { answer, write } = decide(last.record, now.earliest);
+    if (write === undefined) return undefined;
+    const sent = this.clock.stamp();
+    const ref = this.document(firestore, key);
+    const result = await updated(ref, updateOf(key, last.record, write), last.updateTime);
+    if (result === undefined) return undefined;
+    this.writeTime(result, sent);
+    this.lastWrites.remember(key, write, writeTimeOf(result));
+    return { answer };
   }
 
   /**
@@ -170,7 +204,10 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
         record === undefined
           ? await create(ref, toStored(key, write))
           : await updated(ref, updateOf(key, record, write), snapshot.updateTime);
-      if (written !== undefined) return { answer, at: this.writeTime(written, sent) };
+      if (written !== undefined) {
+        this.lastWrites.remember(key, write, writeTimeOf(written));
+        return { answer, at: this.writeTime(written, sent) };
+      }
     }
     throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
   }
@@ -182,13 +219,17 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
 
   /** The store's time after a write (its `WriteResult.writeTime`), sent at `sent`. */
   private writeTime(result: unknown, sent: Stamp): StoreTime {
-    const time = (result as { writeTime?: unknown } | null | undefined)?.writeTime;
-    return known(this.clock.learn(time, sent, "write"));
+    return known(this.clock.learn(writeTimeOf(result), sent, "write"));
   }
 
   private document(firestore: FirestoreLike, key: string): FirestoreDocumentLike {
     return firestore.collection(this.collection).doc(encodeDocumentId(key));
   }
+}
+
+/** A WriteResult's time: the document's update time after the write. */
+function writeTimeOf(result: unknown): unknown {
+  return (result as { writeTime?: unknown } | null | undefined)?.writeTime;
 }
 
 /** Bounds that must be known: the store answered with its time, or did before. */

@@ -187,6 +187,17 @@ const sideFile = (name: string): string | undefined => {
   if (out === published) return join(root, "docs", "benchmarks", name);
   return join(dirname(out), `${out.replace(/^.*\//, "").replace(/\.md$/, "")}-${name}`);
 };
+/** A section's own report: written where the run's other files go, else printed. */
+const writeSideReport = (name: string, markdown: string): void => {
+  const file = sideFile(name);
+  if (file === undefined) {
+    console.log(markdown);
+    return;
+  }
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, markdown);
+  progress(`wrote ${relative(process.cwd(), file)}`);
+};
 // Read before anything is written: the tree the run measures.
 const provenance = readProvenance(root);
 const provenanceText = provenanceLine(provenance);
@@ -295,14 +306,7 @@ async function measure(pass: number): Promise<RunResult> {
     );
     if (failed) failures++;
     run.transaction = ratios;
-    const file = sideFile("transaction.md");
-    if (file === undefined) {
-      console.log(markdown);
-    } else {
-      mkdirSync(dirname(file), { recursive: true });
-      writeFileSync(file, markdown);
-      progress(`wrote ${relative(process.cwd(), file)}`);
-    }
+    writeSideReport("transaction.md", markdown);
   }
 
   if (selected("once")) {
@@ -322,14 +326,7 @@ async function measure(pass: number): Promise<RunResult> {
     const counts = {} as Record<(typeof STORES)[number], StoreCounts>;
     for (const store of STORES) counts[store] = await countStore(store);
     const markdown = `# Round trips per path\n\n${provenanceText}\n\nCommand: \`${command}\`. Each path run once after a warm-up, its gRPC calls counted on the wire between the client and the emulator (bench/rpc-counts.ts).\n\n${rpcCountsMarkdown(counts)}\n`;
-    const file = sideFile("rpc-counts.md");
-    if (file === undefined) {
-      console.log(markdown);
-    } else {
-      mkdirSync(dirname(file), { recursive: true });
-      writeFileSync(file, markdown);
-      progress(`wrote ${relative(process.cwd(), file)}`);
-    }
+    writeSideReport("rpc-counts.md", markdown);
   }
 
   for (const [index, bench] of backends.entries()) {

@@ -26,7 +26,7 @@ import { startFaultProxy } from "../support/fault-proxy.js";
 import { startSink } from "../support/fenced-sink.js";
 import { PROJECT } from "../support/gcloud-emulator.js";
 import { runStorm, type StormResult } from "../support/network-storm.js";
-import type { StormStore } from "../support/network-storm-child.js";
+import type { StormStore } from "../support/network-storm-protocol.js";
 import { findOrStartRedis } from "../support/redis.js";
 import { emulatorOrSkip, startOrSkip } from "../support/required.js";
 import { startPostgres } from "../support/sql.js";

@@ -12,56 +12,17 @@ import { DatastoreLock } from "../../src/backends/datastore/index.js";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { SqlLock } from "../../src/backends/sql/index.js";
 import { Duplicate, InProgress, type LockBackend, type Logger, lock } from "../../src/index.js";
-
-export type StormStore = "redis" | "postgres" | "datastore";
-
-export interface StormChildConfig {
-  readonly store: StormStore;
-  /** Redis and PostgreSQL: the URL through the proxy. Datastore: the project (the emulator
-   * host, the proxy's, is in DATASTORE_EMULATOR_HOST). */
-  readonly target: string;
-  /** The Redis prefix, the PostgreSQL table or the Datastore namespace of this run. */
-  readonly scope: string;
-  readonly leaseMs: number;
-  /** The body's work lasts a random 0 to bodyMs before its write. */
-  readonly bodyMs: number;
-  readonly sinkUrl: string;
-  /** How long "stop" waits for held deliveries to settle before calling them stuck. */
-  readonly drainMs: number;
-}
-
-export type StormDelivery = { readonly id: string } | { readonly stop: true };
-
-export type StormReply =
-  | { readonly ready: true }
-  | { readonly id: string; readonly outcome: "ran" | "duplicate" | "held" | "failed" }
-  | { readonly stopped: true; readonly counts: ChildCounts; readonly stuck: number };
-
-export interface ChildCounts {
-  /** Bodies that reached their write. */
-  bodies: number;
-  /** Writes the sink refused as stale. */
-  refused: number;
-  /** The cycle's alerts: complete fenced out after the body, complete or release failed. */
-  fencedOut: number;
-  completeFailed: number;
-  releaseFailed: number;
-  /** Claims whose write landed but whose reply was lost, recognised by their token. */
-  recognised: number;
-  /** Errors the client reported on its own (a dropped connection), not through a call. */
-  clientErrors: number;
-}
+import {
+  type ChildCounts,
+  noCounts,
+  type StormChildConfig,
+  type StormDelivery,
+  type StormReply,
+  type StormStore,
+} from "./network-storm-protocol.js";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as StormChildConfig;
-const counts: ChildCounts = {
-  bodies: 0,
-  refused: 0,
-  fencedOut: 0,
-  completeFailed: 0,
-  releaseFailed: 0,
-  recognised: 0,
-  clientErrors: 0,
-};
+const counts: ChildCounts = noCounts();
 const ALERTS: Record<string, keyof ChildCounts> = {
   fenced_out: "fencedOut",
   complete_failed: "completeFailed",

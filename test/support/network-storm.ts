@@ -9,12 +9,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FaultProxy } from "./fault-proxy.js";
 import type { FencedSink } from "./fenced-sink.js";
-import type {
-  ChildCounts,
-  StormChildConfig,
-  StormDelivery,
-  StormReply,
-} from "./network-storm-child.js";
+import {
+  type ChildCounts,
+  noCounts,
+  type StormChildConfig,
+  type StormDelivery,
+  type StormReply,
+} from "./network-storm-protocol.js";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 
@@ -113,15 +114,7 @@ export async function runStorm(plan: StormPlan): Promise<StormResult> {
     nacks: 0,
     deadlineCopies: 0,
     faults: { latencyPhases: 0, resets: 0, blackholes: 0, heldChunks: 0 },
-    counts: {
-      bodies: 0,
-      refused: 0,
-      fencedOut: 0,
-      completeFailed: 0,
-      releaseFailed: 0,
-      recognised: 0,
-      clientErrors: 0,
-    },
+    counts: noCounts(),
     stuck: 0,
     crashes: 0,
     ackedWithoutEffect: [],

@@ -641,6 +641,10 @@ try {
     }
     if (sink?.notes) Object.assign(f.notes, sink.notes);
     if (stepScenarios.some((scenario) => scenario.name === name)) f.notes.harnessKills = stepKills;
+    // A lapse is the heartbeat telling a body its lease ran out unconfirmed: counted, and the
+    // body's own outcome (completed, failed, fenced out) is judged as any other.
+    const lapses = count("lease_lapsed");
+    if (lapses > 0) f.notes.leaseLapses = lapses;
     if (sink?.violations) {
       f.violations.push(...sink.violations.slice(0, 10));
       if (sink.violations.length > 10)

@@ -16,6 +16,11 @@ export interface WorkerEvent {
     | "contention"
     | "release"
     | "fenced_out"
+    /**
+     * The heartbeat aborted the body's signal: the lease ran out before a renewal confirmed
+     * it (a slow store). Not an ending: the body's own outcome follows.
+     */
+    | "lease_lapsed"
     | "failed"
     /** The gateway could not claim (a store error before the work): nacked, redelivered. */
     | "store_error"

@@ -141,6 +141,8 @@ export const logger: Logger = {
   },
   error(message, fields) {
     if (fields?.outcome === "fenced_out") record({ kind: "fenced_out", key: String(fields.key) });
+    else if (fields?.outcome === "lease_lapsed")
+      record({ kind: "lease_lapsed", key: String(fields.key) });
     // The body records its own failures (the cloudEvent surface never logs them here).
     else if (!message.startsWith("the handler threw"))
       record({

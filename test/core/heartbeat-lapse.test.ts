@@ -99,6 +99,23 @@ describe("heartbeat lapse watch", () => {
     ]);
   });
 
+  it("renews every everyMs from when the last renewal left, so slow answers do not lapse the lease", async () => {
+    // Each renewal answers after 45 ms of a 100 ms lease (renewals every 33 ms). Scheduled from
+    // the answers, the second would leave at 111 ms and answer after the lease its
+    // predecessor confirmed (133 ms): the watch would abort a body whose lease never lapsed.
+    const memory = new InMemoryLock({ now: () => Date.now() });
+    const slowRenewals: LockBackend = {
+      claim: (key, leaseMs) => memory.claim(key, leaseMs),
+      complete: (claim) => memory.complete(claim),
+      release: (claim) => memory.release(claim),
+      renew: (claim, leaseMs) =>
+        new Promise((resolve) => setTimeout(() => resolve(memory.renew(claim, leaseMs)), 45)),
+    };
+    const { abortedAfter, logger } = await hold(slowRenewals, 10 * LEASE_MS);
+    expect(abortedAfter).toBeUndefined();
+    expect(logger.lines).toEqual([]);
+  });
+
   it("counts the lease from when the claim left, not from its answer", async () => {
     const memory = new InMemoryLock({ now: () => Date.now() });
     // A claim whose answer takes 60 ms of a 100 ms lease: 40 ms are left when the body starts.

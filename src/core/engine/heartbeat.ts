@@ -125,8 +125,8 @@ export function startHeartbeat(
       );
       return;
     }
+    const sentAt = Date.now();
     try {
-      const sentAt = Date.now();
       const alive = await renew(claim, leaseMs);
       if (stopped) return;
       if (!alive) {
@@ -147,14 +147,16 @@ export function startHeartbeat(
         }),
       );
     }
-    schedule();
+    // everyMs from when this renewal left, not from its answer: a store that answers slowly
+    // must not push each renewal later than the last, past the lease the lapse watch counts.
+    schedule(Math.max(0, sentAt + plan.everyMs - Date.now()));
   };
-  const schedule = (): void => {
+  const schedule = (delayMs: number): void => {
     if (stopped) return;
-    timer = setTimeout(() => void tick(), plan.everyMs);
+    timer = setTimeout(() => void tick(), delayMs);
     timer.unref?.();
   };
-  schedule();
+  schedule(plan.everyMs);
   watchLapse();
   return () => {
     stopped = true;

@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { freePort } from "./net.js";
+import { killGroup, spawnOnFreePort } from "./spawned-server.js";
 
 /** A running (or borrowed) emulator: where it listens, and how to stop what we started. */
 export interface Emulator {
@@ -55,33 +54,6 @@ async function answers(host: string): Promise<boolean> {
   }
 }
 
-/** End the whole process group: the gcloud wrapper leaves its Java child behind otherwise. */
-export async function killGroup(child: ChildProcess): Promise<void> {
-  const pid = child.pid;
-  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  try {
-    process.kill(-pid, "SIGTERM");
-  } catch {
-    return;
-  }
-  const timeout = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 5_000));
-  if ((await Promise.race([exited, timeout])) === "timeout") {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-  // The wrapper may exit before its Java child; make sure the group is gone.
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
-
 /**
  * Use the emulator named by DATASTORE_EMULATOR_HOST / FIRESTORE_EMULATOR_HOST /
  * PUBSUB_EMULATOR_HOST, or start one
@@ -101,35 +73,13 @@ export async function startEmulator(
     }
     return { host: existing, startupMs: 0, owned: false, stop: async () => {} };
   }
-  const port = await freePort();
-  const host = `127.0.0.1:${port}`;
-  const args = startArgs(mode, host);
-  const started = Date.now();
-  let output = "";
-  let spawnError: Error | undefined;
-  const child = spawn("gcloud", args, {
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+  const { child, host, startupMs } = await spawnOnFreePort({
+    label: `the ${mode} emulator`,
+    command: (at) => ({ file: "gcloud", args: startArgs(mode, at) }),
+    answers,
     env: { ...process.env, ...LOOPBACK_ENV },
+    timeoutMs: options.timeoutMs ?? 60_000,
   });
-  child.on("error", (error) => {
-    spawnError = error;
-  });
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4_000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  const deadline = started + (options.timeoutMs ?? 60_000);
-  while (!(await answers(host))) {
-    if (spawnError || child.exitCode !== null || Date.now() > deadline) {
-      await killGroup(child);
-      const why = spawnError?.message ?? (child.exitCode !== null ? "exited" : "timed out");
-      throw new Error(`the ${mode} emulator did not start (${why}): ${output.trim().slice(-600)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const startupMs = Date.now() - started;
   // Should the test process die without running stop(), do not leave the Java child behind.
   const onExit = () => {
     try {
@@ -142,10 +92,6 @@ export async function startEmulator(
   process.env[envVar] = host;
   // The clients also want a project; the emulators accept any.
   process.env.GCLOUD_PROJECT ??= PROJECT;
-  child.stdout?.removeAllListeners("data");
-  child.stderr?.removeAllListeners("data");
-  child.stdout?.resume();
-  child.stderr?.resume();
   return {
     host,
     startupMs,

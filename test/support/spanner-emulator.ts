@@ -1,12 +1,12 @@
 // The Cloud Spanner emulator for SpannerLock's tests: the official emulator binary started on
 // a free loopback port in a process group of its own (killed whole by stop()), or the one
 // SPANNER_EMULATOR_HOST names; an instance on it, and a fresh database per caller.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { connect } from "node:net";
 import { Spanner } from "@google-cloud/spanner";
-import { type Emulator, killGroup, LOOPBACK_ENV, PROJECT } from "./gcloud-emulator.js";
-import { freePort } from "./net.js";
+import { type Emulator, LOOPBACK_ENV, PROJECT } from "./gcloud-emulator.js";
 import { startOrSkip } from "./required.js";
+import { killGroup, spawnOnFreePort } from "./spawned-server.js";
 
 /** The gcloud SDK's emulator; SPANNER_EMULATOR_BINARY names another. */
 const BINARY =
@@ -47,35 +47,15 @@ export async function startSpannerEmulator(timeoutMs = 60_000): Promise<Emulator
       throw new Error(`SPANNER_EMULATOR_HOST=${host} is set but nothing answers there`);
     }
   } else {
-    host = `127.0.0.1:${await freePort()}`;
-    let spawnError: Error | undefined;
-    let output = "";
-    const spawned = spawn(BINARY, [`--host_port=${host}`], {
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+    const spawned = await spawnOnFreePort({
+      label: "the Spanner emulator",
+      command: (at) => ({ file: BINARY, args: [`--host_port=${at}`] }),
+      answers: listening,
       env: { ...process.env, ...LOOPBACK_ENV },
+      timeoutMs,
     });
-    child = spawned;
-    spawned.on("error", (error) => {
-      spawnError = error;
-    });
-    const keep = (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-4_000);
-    };
-    spawned.stdout?.on("data", keep);
-    spawned.stderr?.on("data", keep);
-    while (!(await listening(host))) {
-      if (spawnError || spawned.exitCode !== null || Date.now() > started + timeoutMs) {
-        await killGroup(spawned);
-        const why = spawnError?.message ?? (spawned.exitCode !== null ? "exited" : "timed out");
-        throw new Error(`the Spanner emulator did not start (${why}): ${output.slice(-600)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    spawned.stdout?.removeAllListeners("data");
-    spawned.stderr?.removeAllListeners("data");
-    spawned.stdout?.resume();
-    spawned.stderr?.resume();
+    child = spawned.child;
+    host = spawned.host;
     process.env.SPANNER_EMULATOR_HOST = host;
   }
   const onExit = () => {

@@ -562,7 +562,15 @@ class Sequence {
           fingerprint === undefined
             ? backend.claim(key, leaseMs)
             : backend.claim(key, leaseMs, { fingerprint });
-        decide = (record, now) => claimTransition(record, now, call, FIRST_FENCE);
+        // A record whose fence was never seen (a win answered `held`, its lease lapsed on
+        // return) stays unseen through a reclaim: the store's fence + 1 is a fresh fence too.
+        decide = (record, now) =>
+          claimTransition(
+            record?.fencingId === FIRST_FENCE ? { ...record, fencingId: FIRST_FENCE - 1 } : record,
+            now,
+            call,
+            FIRST_FENCE,
+          );
         break;
       }
       case "complete": {

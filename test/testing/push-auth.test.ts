@@ -29,7 +29,11 @@ describe("createTestIdentity signs the tokens of an authenticated push", () => {
       authorization: () => identity.authorization(),
     });
     expect(report.unacked).toEqual([]);
-    expect(report.statusCounts).toEqual({ 204: 3 });
+    // Two copies go at once: when they overlap, the second finds the first's claim held and
+    // is answered 503, and its redelivery acked. Every copy ends in a 204; nothing else.
+    const { 204: acked, 503: _held, ...other } = report.statusCounts;
+    expect(acked).toBe(3);
+    expect(other).toEqual({});
     expect(runs - before).toBe(1);
     expect(identity.auth).toMatchObject({
       audience: "https://orders.example.com/pubsub/push",

@@ -3,7 +3,9 @@
 // Datastore mode take about one sustained write per second to one document, and 500 writes per
 // second to a narrow key range or a collection with an indexed field that rises with time,
 // until they split; the records' expiresAt (the TTL field) is such a field, and their ids
-// follow the key. Pure arithmetic, like doctor-rules.ts.
+// follow the key under recordIds "plain" (spread ones do not). Pure arithmetic, like
+// doctor-rules.ts.
+import type { RecordIdLayout } from "../backends/google/record-ids.js";
 
 /** The stores doctor knows the ceilings of (`--store`). */
 export const CAPACITY_STORES = [
@@ -26,8 +28,10 @@ export interface CapacitySizing {
   readonly rate: number | undefined;
   /** mutex cycles per second on one key at peak (`--mutex-rate`). */
   readonly mutexRate: number | undefined;
-  /** expiresAt exempted from indexing and keys spread by a hash prefix (`--spread`). */
-  readonly spread: boolean;
+  /** The lock's recordIds (`--record-ids`, default "spread"). */
+  readonly recordIds: RecordIdLayout;
+  /** The records' rising fields (expiresAt) exempted from indexing (`--expiry-unindexed`). */
+  readonly expiryUnindexed: boolean;
 }
 
 /** A rule's answer, in doctor-rules.ts's RuleResult shape. */
@@ -106,35 +110,50 @@ function writeRateRule(sizing: CapacitySizing): CapacityRuleResult {
   }
   const writes = rate * WRITES_PER_CYCLE;
   const arithmetic = `${per(rate)} deliveries × ${WRITES_PER_CYCLE} writes (claim, complete) = ${per(writes)} at most`;
+  const plain = sizing.recordIds === "plain";
   if (store === "spanner") {
     return {
       rule,
       title,
       verdict: "pass",
-      arithmetic: `${arithmetic}: Spanner splits a hot range by load, but rising keys (message ids, orders:1041, orders:1042) put every insert at its end; spread them with a hash prefix in your key function`,
+      arithmetic: plain
+        ? `${arithmetic}: Spanner splits a hot range by load, but under recordIds "plain" rising keys (message ids, orders:1041, orders:1042) put every insert at its end; move to spread ids (recordIds "migrating", then the default)`
+        : `${arithmetic}: the record ids are spread by a hash prefix, and Spanner splits a hot range by load`,
     };
   }
   if (!GOOGLE_DOCUMENT_STORES.has(store)) {
     return { rule, title, verdict: "pass", arithmetic: `${arithmetic}: no key-range ceiling` };
   }
-  if (sizing.spread) {
+  if (!plain && sizing.expiryUnindexed) {
     return {
       rule,
       title,
       verdict: "pass",
-      arithmetic: `${arithmetic}, spread over the key range with expiresAt unindexed (--spread): ramp new traffic by 500/50/5 (start at 500/s, add 50 % every 5 minutes)`,
+      arithmetic: `${arithmetic}, over spread record ids with expiresAt unindexed (--expiry-unindexed): ramp new traffic by 500/50/5 (start at 500/s, add 50 % every 5 minutes)`,
     };
   }
   const pass = writes <= RANGE_WRITES_PER_SECOND;
+  const narrow = plain
+    ? `what ${store} takes into one key range (recordIds "plain": rising keys write side by side) and into a collection whose indexed expiresAt rises with time`
+    : `what ${store} takes into a collection whose indexed expiresAt rises with time (the record ids are spread)`;
+  const fixes = [
+    ...(plain
+      ? ['move to spread record ids (recordIds "migrating" for one ttl, then the default)']
+      : []),
+    ...(sizing.expiryUnindexed
+      ? []
+      : [
+          store === "datastore"
+            ? "write expiresAt unindexed (DatastoreLock's indexExpiresAt: false; expire records with the TTL policy, not purgeExpired), then pass --expiry-unindexed"
+            : "exempt expiresAt from indexing (a single-field exemption; expire records with the TTL policy, not purgeExpired), then pass --expiry-unindexed",
+        ]),
+    "ramp new traffic by 500/50/5",
+  ];
   return {
     rule,
     title,
     verdict: pass ? "pass" : "fail",
-    arithmetic: `${arithmetic} ${pass ? "≤" : ">"} ${per(RANGE_WRITES_PER_SECOND)}, what ${store} takes into one key range, and into a collection whose indexed expiresAt rises with time`,
-    ...(pass
-      ? {}
-      : {
-          fix: "exempt expiresAt from indexing (a single-field exemption; expire records with the TTL policy, not purgeExpired), spread rising keys with a hash prefix in your key function, ramp by 500/50/5, then pass --spread",
-        }),
+    arithmetic: `${arithmetic} ${pass ? "≤" : ">"} ${per(RANGE_WRITES_PER_SECOND)}, ${narrow}`,
+    ...(pass ? {} : { fix: fixes.join("; ") }),
   };
 }

@@ -1,5 +1,6 @@
 // `doctor --subscription projects/P/subscriptions/S`: read the subscription through the Pub/Sub
 // admin API (REST, with Node's fetch) and judge it by the README's sizing rules and push auth.
+import { RECORD_ID_LAYOUTS, type RecordIdLayout } from "../backends/google/record-ids.js";
 import { DEFAULT_LEASE_MS, DEFAULT_MAX_HOLD_MS, DEFAULT_TTL_MS } from "../core/constants.js";
 import { importPeer } from "../core/peer.js";
 import {
@@ -99,8 +100,13 @@ export const doctorCommand: Command = {
         help: "mutex cycles per second on one key at peak (capacity rules)",
       },
       {
-        name: "--spread",
-        help: "expiresAt is exempt from indexing and keys are spread by a hash prefix",
+        name: "--record-ids",
+        value: "LAYOUT",
+        help: "the lock's recordIds: spread (default), plain or migrating (capacity rules)",
+      },
+      {
+        name: "--expiry-unindexed",
+        help: "the records' expiresAt is exempt from indexing (capacity rules)",
       },
       ...COMMON_OPTIONS,
     ],
@@ -196,8 +202,20 @@ function sizingOf(args: Parameters<Command["run"]>[0]): Sizing {
     store: storeOf(optionText(args, "--store")),
     rate: rateOf("--rate", optionText(args, "--rate")),
     mutexRate: rateOf("--mutex-rate", optionText(args, "--mutex-rate")),
-    spread: flag(args, "--spread"),
+    recordIds: recordIdsOf(optionText(args, "--record-ids")),
+    expiryUnindexed: flag(args, "--expiry-unindexed"),
   };
+}
+
+function recordIdsOf(text: string | undefined): RecordIdLayout {
+  if (text === undefined) return "spread";
+  const layout = RECORD_ID_LAYOUTS.find((name) => name === text);
+  if (layout === undefined) {
+    throw new UsageError(
+      `--record-ids must be ${RECORD_ID_LAYOUTS.join(", ")} (the lock's recordIds), got ${shown(text)}`,
+    );
+  }
+  return layout;
 }
 
 function storeOf(text: string | undefined): CapacityStore | undefined {

@@ -33,7 +33,7 @@ const MEANING: Readonly<Record<RecordStatus, string>> = {
   done: "completed: a delivery of this key now is a duplicate",
   expired: "past its expiry: counts as absent until the store deletes it",
   absent:
-    "no record here; a wrong --prefix, --table or --kind reads as absent too. The next claim takes the key at a new fence, above any it had",
+    "no record here; a wrong --prefix, --table, --kind or --record-ids reads as absent too. The next claim takes the key at a new fence, above any it had",
 };
 
 /** The record and its status as `--json` writes them: the port's fields, times in epoch ms. */

@@ -1,12 +1,13 @@
 // DatastoreLock beyond the contract (that is datastore.contract.test.ts), on the Datastore-mode
 // emulator: the cases it shares with FirestoreLock (google-cases.ts, hostile keys included),
 // and its own: close(), purging in the client's default namespace, option checks, an outage.
-import { Datastore, v1 } from "@google-cloud/datastore";
+import { Datastore, PropertyFilter, v1 } from "@google-cloud/datastore";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import {
   type DatastoreLike,
   DatastoreLock,
   type DatastoreTransactionLike,
+  encodeName,
 } from "../../src/backends/datastore/index.js";
 import { won } from "../support/claims.js";
 import { PROJECT } from "../support/gcloud-emulator.js";
@@ -17,6 +18,7 @@ import {
   type Instrument,
   runScopedNames,
 } from "./google-cases.js";
+import { describeRecordIdCases } from "./google-record-ids.js";
 
 const emulator = await emulatorOrSkip("datastore");
 afterAll(async () => {
@@ -84,6 +86,22 @@ function instrumented(
 
 describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", () => {
   const shared = new Datastore({ projectId: PROJECT });
+  describeRecordIdCases({
+    freshScope: freshNamespace,
+    lock: (namespace, recordIds) => new DatastoreLock({ datastore: shared, namespace, recordIds }),
+    storedIds: async (namespace) => {
+      const query = shared.createQuery(namespace, "IdempotencyRecord").select("__key__");
+      const [rows] = await shared.runQuery(query);
+      return rows.map((row) => String(row[shared.KEY].name));
+    },
+    put: async (namespace, id, key, record) => {
+      await shared.save({
+        key: shared.key({ namespace, path: ["IdempotencyRecord", id] }),
+        data: { key, ...record, expiresAt: new Date(record.expiresAt) },
+      });
+    },
+    id: encodeName,
+  });
   describeGoogleLockCases({
     name: "DatastoreLock (emulator)",
     label: "datastore",
@@ -165,6 +183,36 @@ describe.skipIf(!emulator)("DatastoreLock against the Datastore-mode emulator", 
     expect(() => new DatastoreLock({ kind: "__reserved__" })).toThrow(/kind/);
     expect(() => new DatastoreLock({ kind: "" })).toThrow(/kind/);
     expect(() => new DatastoreLock({ ttlMs: 0 })).toThrow(/ttlMs/);
+  });
+
+  it("indexExpiresAt: false writes expiresAt unindexed; purgeExpired refuses and says why", async () => {
+    const namespace = freshNamespace();
+    const unindexed = new DatastoreLock({
+      datastore: shared,
+      namespace,
+      ttlMs: 1,
+      indexExpiresAt: false,
+    });
+    const indexed = new DatastoreLock({ datastore: shared, namespace, ttlMs: 1 });
+    expect([unindexed.indexExpiresAt, indexed.indexExpiresAt]).toEqual([false, true]);
+    await unindexed.complete(won(await unindexed.claim("unindexed", 60_000)));
+    await indexed.complete(won(await indexed.claim("indexed", 60_000)));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The store's own query by expiresAt finds only the indexed record, as a purge would.
+    const query = shared
+      .createQuery(namespace, "IdempotencyRecord")
+      .filter(new PropertyFilter("expiresAt", "<=", new Date(Date.now() + 60_000)))
+      .select("__key__");
+    const [rows] = await shared.runQuery(query);
+    expect(rows.map((row) => row[shared.KEY].name)).toEqual([encodeName("indexed")]);
+    // Every call still works on the unindexed record.
+    expect(await unindexed.inspect("unindexed")).toMatchObject({ key: "unindexed", state: "done" });
+    await expect(unindexed.purgeExpired()).rejects.toThrow(
+      /purgeExpired\(\) queries expiresAt, which this DatastoreLock writes unindexed \(indexExpiresAt: false\): let the kind's TTL policy/,
+    );
+    expect(() => new DatastoreLock({ indexExpiresAt: "no" as never })).toThrow(
+      /indexExpiresAt must be true or false/,
+    );
   });
 
   it("gives up on a persistent UNAVAILABLE with a BackendError", async () => {

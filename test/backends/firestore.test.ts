@@ -20,6 +20,7 @@ import {
   type Instrument,
   runScopedNames,
 } from "./google-cases.js";
+import { describeRecordIdCases } from "./google-record-ids.js";
 
 const emulator = await emulatorOrSkip("firestore");
 const freshCollection = runScopedNames();
@@ -72,6 +73,22 @@ function instrumented(
 
 describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () => {
   const shared = client();
+  describeRecordIdCases({
+    freshScope: freshCollection,
+    lock: (collection, recordIds) =>
+      new FirestoreLock({ firestore: shared, collection, recordIds }),
+    storedIds: async (collection) => {
+      const documents = await shared.collection(collection).listDocuments();
+      return documents.map((document) => document.id);
+    },
+    put: async (collection, id, key, record) => {
+      await shared
+        .collection(collection)
+        .doc(id)
+        .set({ key, ...record, expiresAt: new Date(record.expiresAt) });
+    },
+    id: encodeDocumentId,
+  });
   describeGoogleLockCases({
     name: "FirestoreLock (emulator)",
     label: "firestore",
@@ -103,10 +120,14 @@ describe.skipIf(!emulator)("FirestoreLock against the Firestore emulator", () =>
     maxResultBytes: 1_000_000,
   });
 
-  it("document ids are reversible and always legal", () => {
+  it("document ids are reversible and always legal, spread or plain", () => {
     const long = "ü".repeat(MAX_KEY_BYTES / 2);
-    for (const key of ["a/b", ".", "..", "__name__", "%2F", long, "日本語🙂"]) {
-      const id = encodeDocumentId(key);
+    const keys = ["a/b", ".", "..", "__name__", "%2F", long, "日本語🙂", "k", "0000~"];
+    for (const [key, layout] of keys.flatMap((k) => [
+      [k, "spread"] as const,
+      [k, "plain"] as const,
+    ])) {
+      const id = encodeDocumentId(key, layout);
       expect(decodeDocumentId(id)).toBe(key);
       expect(id).not.toContain("/");
       expect(id).not.toMatch(/^__.*__$|^\.\.?$/);

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { Spanner, type Transaction } from "@google-cloud/spanner";
 import { afterAll, describe, expect, it } from "vitest";
+import { spreadPrefix } from "../../src/backends/google/record-ids.js";
 import {
   type SpannerDatabaseLike,
   SpannerLock,
@@ -20,6 +21,7 @@ import { PROJECT } from "../support/gcloud-emulator.js";
 import { silentLogger } from "../support/logger.js";
 import { INSTANCE, spannerOrSkip } from "../support/spanner-emulator.js";
 import { type AroundWrite, describeGoogleLockCases, type Instrument } from "./google-cases.js";
+import { describeRecordIdCases } from "./google-record-ids.js";
 
 const clients: Spanner[] = [];
 const client = () => {
@@ -113,6 +115,28 @@ function instrumented(
 
 describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
   const retry = { attempts: 100, maxElapsedMs: 60_000 };
+  describeRecordIdCases({
+    freshScope: freshTable,
+    lock: (table, recordIds) =>
+      new SpannerLock({ database: instrumented(database!, table), table, retry, recordIds }),
+    storedIds: async (table) => {
+      await ensureTable(table);
+      const [rows] = await database!.run({ sql: `SELECT key FROM ${table}`, json: true });
+      return (rows as { key: string }[]).map((row) => row.key);
+    },
+    put: async (table, id, _key, record) => {
+      await ensureTable(table);
+      await database!.table(table).insert({
+        key: id,
+        state: record.state,
+        fencing_id: record.fencingId,
+        lease_expires_at: record.leaseExpiresAt,
+        expires_at: new Date(record.expiresAt),
+        token: record.token,
+      });
+    },
+    id: (key, layout) => (layout === "plain" ? key : spreadPrefix(key) + key),
+  });
   describeGoogleLockCases({
     name: "SpannerLock (emulator)",
     label: "spanner",
@@ -211,6 +235,18 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
     expect(await longLived.purgeExpired()).toBe(0);
   });
 
+  it("a key's row by its primary key, with the SQL docs/backends/spanner.md gives", async () => {
+    const table = freshTable();
+    const backend = new SpannerLock({ database: instrumented(database!, table), table, retry });
+    await backend.complete(won(await backend.claim("orders:42", 60_000)));
+    const [rows] = await database!.run({
+      sql: `SELECT key, state FROM ${table} WHERE key = CONCAT(SUBSTR(TO_HEX(SHA256(@key)), 1, 4), '~', @key)`,
+      params: { key: "orders:42" },
+      json: true,
+    });
+    expect(rows).toEqual([{ key: `${spreadPrefix("orders:42")}orders:42`, state: "done" }]);
+  });
+
   it("the shipped DDL: the table with a row deletion policy on expires_at", () => {
     const ddl = new SpannerLock({ database: database!, table: "orders_idempotency" }).schemaDdl;
     expect(ddl).toMatch(/^CREATE TABLE IF NOT EXISTS `orders_idempotency` \(/);
@@ -229,7 +265,12 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
 
   it("a table made by 0.1 gets the columns from ensureSchema() or upgradeDdl, and keeps its records", async () => {
     const before = await v01Table();
-    const backend = new SpannerLock({ database: database!, table: before.table });
+    // 0.1 wrote plain ids: read them as the upgrade does (DECISIONS.md 19).
+    const backend = new SpannerLock({
+      database: database!,
+      table: before.table,
+      recordIds: "migrating",
+    });
     // Before the upgrade the table lacks the columns the read names: every call says so.
     const refused = backend.claim("old-done", 60_000);
     await expect(refused).rejects.toMatchObject({ code: "BACKEND_ERROR", verb: "claim" });
@@ -245,7 +286,11 @@ describe.skipIf(!store)("SpannerLock against the Spanner emulator", () => {
 
     // Through your own migrations: the same columns, the same records.
     const other = await v01Table();
-    const migrated = new SpannerLock({ database: database!, table: other.table });
+    const migrated = new SpannerLock({
+      database: database!,
+      table: other.table,
+      recordIds: "migrating",
+    });
     const [operation] = await database!.updateSchema(migrated.upgradeDdl);
     await operation.promise();
     expect(await columns(other.table)).toEqual(UPGRADED_COLUMNS);

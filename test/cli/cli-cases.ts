@@ -82,7 +82,7 @@ export function describeCli(target: CliTarget): void {
       expect(text.stdout).toMatch(/^lease end {3}\d{4}-\d\d-\d\dT.+Z \(in \d+s\)$/m);
       const none = await run("inspect", ...target.args(), absent);
       expect(none.stdout).toBe(
-        `${target.read().line}\n\nkey     ${absent}\nstatus  absent (no record here; a wrong --prefix, --table or --kind reads as absent too. The next claim takes the key at a new fence, above any it had)\n`,
+        `${target.read().line}\n\nkey     ${absent}\nstatus  absent (no record here; a wrong --prefix, --table, --kind or --record-ids reads as absent too. The next claim takes the key at a new fence, above any it had)\n`,
       );
       await backend.close?.();
     });

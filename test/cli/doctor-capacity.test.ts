@@ -13,7 +13,8 @@ const none: CapacitySizing = {
   store: undefined,
   rate: undefined,
   mutexRate: undefined,
-  spread: false,
+  recordIds: "spread",
+  expiryUnindexed: false,
 };
 const verdicts = (sizing: Partial<CapacitySizing>) =>
   Object.fromEntries(capacityRules({ ...none, ...sizing }).map((r) => [r.rule, r.verdict]));
@@ -40,13 +41,34 @@ describe("doctor: capacity", () => {
     expect(verdicts({ store: "redis", mutexRate: 500 })["key-write-rate"]).toBe("pass");
   });
 
-  it("above 250 deliveries a second, Firestore and Datastore need expiresAt unindexed and spread keys", () => {
+  it("above 250 deliveries a second, Firestore and Datastore need expiresAt unindexed and spread ids", () => {
     expect(verdicts({ store: "datastore", rate: 250 })["write-rate"]).toBe("pass");
     const [, rule] = capacityRules({ ...none, store: "datastore", rate: 300 });
     expect(rule?.verdict).toBe("fail");
     expect(rule?.arithmetic).toMatch(/= 600\/s at most > 500\/s/);
-    expect(rule?.fix).toMatch(/exempt expiresAt from indexing/);
-    expect(verdicts({ store: "datastore", rate: 300, spread: true })["write-rate"]).toBe("pass");
+    expect(rule?.fix).toMatch(/write expiresAt unindexed \(DatastoreLock.s indexExpiresAt: false/);
+    expect(rule?.fix).not.toMatch(/recordIds/);
+    expect(verdicts({ store: "datastore", rate: 300, expiryUnindexed: true })["write-rate"]).toBe(
+      "pass",
+    );
+    // 0.1's plain ids put rising keys side by side: unindexing expiresAt is not enough.
+    const [, plain] = capacityRules({
+      ...none,
+      store: "firestore",
+      rate: 300,
+      recordIds: "plain",
+      expiryUnindexed: true,
+    });
+    expect(plain?.verdict).toBe("fail");
+    expect(plain?.fix).toMatch(/^move to spread record ids \(recordIds "migrating"/);
+    expect(
+      verdicts({ store: "datastore", rate: 300, recordIds: "migrating", expiryUnindexed: true })[
+        "write-rate"
+      ],
+    ).toBe("pass");
+    expect(
+      capacityRules({ ...none, store: "spanner", rate: 1e5, recordIds: "plain" })[1]?.arithmetic,
+    ).toMatch(/move to spread ids/);
     expect(verdicts({ store: "postgres", rate: 100_000 })["write-rate"]).toBe("pass");
   });
 

@@ -39,7 +39,8 @@ const sizing: Sizing = {
   store: undefined,
   rate: undefined,
   mutexRate: undefined,
-  spread: false,
+  recordIds: "spread",
+  expiryUnindexed: false,
 };
 const rule = (facts: SubscriptionFacts, s: Partial<Sizing>, name: RuleResult["rule"]) =>
   checkRules(facts, { ...sizing, ...s }).find((r) => r.rule === name) as RuleResult;

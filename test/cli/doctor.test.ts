@@ -53,7 +53,8 @@ describe("the rules as arithmetic", () => {
     store: undefined,
     rate: undefined,
     mutexRate: undefined,
-    spread: false,
+    recordIds: "spread",
+    expiryUnindexed: false,
   };
   const verdicts = (f: SubscriptionFacts, s: Sizing) =>
     Object.fromEntries(checkRules(f, s).map((r) => [r.rule, r.verdict]));

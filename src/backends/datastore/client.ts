@@ -45,7 +45,7 @@ export interface DatastoreTransactionLike {
  * ```
  */
 export interface DatastoreLike {
-  /** Build the key of a record: `[kind, encodeName(key)]` in the namespace. */
+  /** Build the key of a record: `[kind, encodeName(key, recordIds)]` in the namespace. */
   key(options: { namespace?: string; path: string[] }): unknown;
   /** Its default namespace, if it was created with one. */
   readonly namespace?: string | undefined;

@@ -4,7 +4,7 @@
  * @module gcp-pubsub-idempotency/datastore
  */
 import type { DEFAULT_TTL_MS } from "../../core/constants.js";
-import type { BackendError, InvalidConfiguration } from "../../core/errors.js";
+import { type BackendError, InvalidConfiguration } from "../../core/errors.js";
 import { announcePeerLoading, importPeer } from "../../core/peer.js";
 import type {
   BackendSupport,
@@ -24,17 +24,20 @@ import {
   assertFencingId,
   assertPositiveMs,
   assertValidKey,
+  booleanOption,
   stringOption,
 } from "../../core/validate.js";
 import { KEEPALIVE_SETTINGS } from "../google/grpc.js";
 import { loadOnce } from "../google/lazy-client.js";
 import { googleLockOptions, nameOption } from "../google/options.js";
+import { type RecordIdLayout, recordIds } from "../google/record-ids.js";
 import { GoogleRecords } from "../google/records.js";
 import type { RetryOptions } from "../google/retry-options.js";
 import { DOCUMENT_MAX_RESULT_BYTES } from "../google/stored-record.js";
 import type { DatastoreLike, DatastoreModule, DatastoreTransactionLike } from "./client.js";
-import { DatastoreIo } from "./io.js";
+import { DatastoreIo, encodeName } from "./io.js";
 
+export type { RecordIdLayout } from "../google/record-ids.js";
 export type { RetryOptions } from "../google/retry-options.js";
 export type { DatastoreLike, DatastoreQueryLike, DatastoreTransactionLike } from "./client.js";
 export { decodeName, encodeName } from "./io.js";
@@ -82,6 +85,21 @@ export interface DatastoreLockOptions<D extends DatastoreLike = DatastoreLike> {
   ttlMs?: number | undefined;
   /** Bounds on retrying ABORTED / UNAVAILABLE / lock timeouts. */
   retry?: RetryOptions | undefined;
+  /**
+   * How records are named. `"spread"` (default): a 4-hex-digit hash of the key before it
+   * (`3f0a~orders:42`), so rising keys spread over the key space instead of hotspotting one
+   * tablet. `"plain"`: 0.1's names (`korders:42`), for a kind 0.1 instances still write.
+   * `"migrating"`: spread, reading a key's plain name too when its spread one is absent (same
+   * RPC), for one ttl after the last plain writer stopped. See docs/capacity.md.
+   */
+  recordIds?: RecordIdLayout | undefined;
+  /**
+   * Whether `expiresAt` is written indexed; default `true`, which `purgeExpired()` needs. An
+   * indexed field that rises with time caps a kind at about 500 writes per second
+   * (docs/capacity.md): above that, pass `false` and let the kind's TTL policy on `expiresAt`
+   * reap the records (it needs no index); `purgeExpired()` then refuses, saying so.
+   */
+  indexExpiresAt?: boolean | undefined;
 }
 
 /**
@@ -158,6 +176,10 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
   readonly namespace: string | undefined;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  /** How the records are named (the `recordIds` option). */
+  readonly recordIds: RecordIdLayout;
+  /** Whether `expiresAt` is written indexed (the `indexExpiresAt` option). */
+  readonly indexExpiresAt: boolean;
   /**
    * Results up to 1,000,000 UTF-8 bytes and fingerprints, kept as unindexed properties of the
    * record, the result written in the same commit as DONE (see `DOCUMENT_MAX_RESULT_BYTES`).
@@ -191,7 +213,7 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
         create: async (settings) =>
           new (await driver()).Datastore({ ...settings, ...KEEPALIVE_SETTINGS }) as DatastoreLike,
       },
-      ["namespace", "kind"],
+      ["namespace", "kind", "indexExpiresAt"],
     );
     this.namespace = stringOption(
       "namespace",
@@ -209,8 +231,21 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
         "a non-empty name of at most 1,500 UTF-8 bytes, not of the form __name__",
       ) ?? "IdempotencyRecord";
     this.ttlMs = setup.ttlMs;
+    this.recordIds = setup.recordIds;
+    this.indexExpiresAt = booleanOption("indexExpiresAt", setup.own.indexExpiresAt) ?? true;
     this.records = new GoogleRecords(
-      new DatastoreIo(this.kind, this.namespace, driver, setup.clock),
+      new DatastoreIo(
+        this.kind,
+        this.namespace,
+        driver,
+        setup.clock,
+        recordIds(
+          setup.recordIds,
+          (key) => encodeName(key, "plain"),
+          (key) => key,
+        ),
+        this.indexExpiresAt,
+      ),
       setup,
     );
     if (new.target === DatastoreLock) offerTrustedPort(this, this.records.port());
@@ -283,6 +318,15 @@ export class DatastoreLock<D extends DatastoreLike = DatastoreLike>
    * reclaimed since the query is left alone.
    */
   purgeExpired(options?: PurgeOptions): Promise<number> {
+    if (!this.indexExpiresAt) {
+      return Promise.reject(
+        new InvalidConfiguration(
+          "purgeExpired() queries expiresAt, which this DatastoreLock writes unindexed " +
+            "(indexExpiresAt: false): let the kind's TTL policy on expiresAt reap the records, " +
+            "or drop the option",
+        ),
+      );
+    }
     return this.records.purgeExpired(options);
   }
 

@@ -9,6 +9,12 @@ import {
   unlessLapsed,
 } from "../../core/transitions.js";
 import { conditionalWrite, GRPC } from "../google/grpc.js";
+import {
+  isSpreadId,
+  type RecordIdLayout,
+  type RecordIds,
+  spreadPrefix,
+} from "../google/record-ids.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
 import type { LeaseClock, Stamp, StoreTime } from "../google/store-clock.js";
 import { fromStored, toStored } from "../google/stored-record.js";
@@ -38,33 +44,38 @@ const PURGE_BATCH = 500;
 export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransactionLike> {
   readonly backend = "datastore";
   readonly purgeBatchSize = PURGE_BATCH;
+  /** The properties written unindexed: all but `expiresAt`, and it too when asked. */
+  private readonly unindexed: string[];
 
   constructor(
     private readonly kind: string,
     private readonly namespace: string | undefined,
     private readonly driver: () => Promise<DatastoreModule>,
     private readonly clock: LeaseClock,
-  ) {}
+    private readonly ids: RecordIds,
+    indexExpiresAt = true,
+  ) {
+    this.unindexed = indexExpiresAt ? UNINDEXED : [...UNINDEXED, "expiresAt"];
+  }
 
   async claim(
     datastore: DatastoreLike,
     key: string,
     decide: Decide<ClaimOutcome>,
   ): Promise<ClaimOutcome> {
-    const entityKey = this.entityKey(datastore, key);
+    const keys = this.entityKeys(datastore, key);
     // Fast paths without a transaction: a strongly consistent lookup answers held / done (and
     // a retry's own landed win) in one RPC; an absent key is taken with an insert, which the
     // store refuses with ALREADY_EXISTS if someone else created it first. Only a reclaim
-    // (lapsed lease or ttl) needs the transaction.
+    // (lapsed lease or ttl, or a record to move from its plain id) needs the transaction.
     for (let race = 0; race < 3; race++) {
       await this.time(datastore);
-      const [entity] = (await datastore.get(entityKey as never)) as [StoredEntity | undefined];
-      const record = fromStored(entity);
+      const { record } = await this.lookup(datastore, (k) => datastore.get(k), keys);
       const now = this.bounds();
       const { answer, write } = decide(record, now.earliest);
       if (write === undefined) return unlessLapsed(answer, now.latest);
       if (record !== undefined) break;
-      const entry = this.entry(entityKey, key, write);
+      const entry = this.entry(keys.home, key, write);
       const sent = this.clock.stamp();
       let response: unknown;
       const inserted = await conditionalWrite([GRPC.ALREADY_EXISTS], async () => {
@@ -94,15 +105,15 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
     decide: Decide<boolean>,
     retrying: Retrying,
   ): Promise<TransactionCompletion<T>> {
-    const entityKey = this.entityKey(datastore, key);
+    const keys = this.entityKeys(datastore, key);
     return retrying(async () => {
       const { result } = await this.inTransaction(datastore, async (tx) => {
         const value = await body(tx);
-        const [entity] = (await tx.get(entityKey as never)) as [StoredEntity | undefined];
+        const found = await this.lookup(datastore, (k) => tx.get(k), keys);
         const now = this.bounds();
-        const { row, answer, write } = decide(fromStored(entity), now.earliest);
+        const { row, answer, write } = decide(found.record, now.earliest);
         const commit = row === "complete.claimed";
-        if (commit && write !== undefined) tx.save(this.entry(entityKey, key, write));
+        if (commit && write !== undefined) this.save(tx, keys, found, key, write);
         return { result: { completed: answer, value }, commit };
       });
       return result;
@@ -154,12 +165,12 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
     key: string,
     decide: Decide<A>,
   ): Promise<{ result: A; at: StoreTime }> {
-    const entityKey = this.entityKey(datastore, key);
+    const keys = this.entityKeys(datastore, key);
     return this.inTransaction(datastore, async (tx) => {
-      const [entity] = (await tx.get(entityKey as never)) as [StoredEntity | undefined];
+      const found = await this.lookup(datastore, (k) => tx.get(k), keys);
       const now = this.bounds();
-      const { answer, write } = decide(fromStored(entity), now.earliest);
-      if (write !== undefined) tx.save(this.entry(entityKey, key, write));
+      const { answer, write } = decide(found.record, now.earliest);
+      if (write !== undefined) this.save(tx, keys, found, key, write);
       return { result: answer, commit: write !== undefined };
     });
   }
@@ -225,18 +236,65 @@ export class DatastoreIo implements RecordIo<DatastoreLike, DatastoreTransaction
     return now;
   }
 
-  private entityKey(datastore: DatastoreLike, key: string): unknown {
+  /** The entity keys of `key`'s record: its home, and its plain name while migrating. */
+  private entityKeys(datastore: DatastoreLike, key: string): EntityKeys {
     // key({ path }) ignores the client's default namespace; apply it ourselves.
     const namespace = this.namespace ?? datastore.namespace;
-    return datastore.key({
-      ...(namespace === undefined ? {} : { namespace }),
-      path: [this.kind, encodeName(key)],
-    });
+    const entityKey = (name: string) =>
+      datastore.key({ ...(namespace === undefined ? {} : { namespace }), path: [this.kind, name] });
+    const home = this.ids.home(key);
+    const legacy = this.ids.legacy(key);
+    return {
+      home: entityKey(home),
+      homeName: home,
+      legacy: legacy === undefined ? undefined : entityKey(legacy),
+    };
+  }
+
+  /**
+   * The record of `keys`, looked up with `get` (the client's, or a transaction's): the one at
+   * its home, else (migrating) the one at its plain name, with that entity key to delete when
+   * the record is written. Both names go in one lookup: one RPC either way.
+   */
+  private async lookup(
+    datastore: DatastoreLike,
+    get: (keys: never) => Promise<unknown>,
+    keys: EntityKeys,
+  ): Promise<Found> {
+    if (keys.legacy === undefined) {
+      const [entity] = (await get(keys.home as never)) as [StoredEntity | undefined];
+      return { record: fromStored(entity), legacy: undefined };
+    }
+    const [entities] = (await get([keys.home, keys.legacy] as never)) as [StoredEntity[]];
+    let legacy: StoredEntity | undefined;
+    for (const entity of entities ?? []) {
+      const name = (entity[datastore.KEY] as { name?: unknown } | undefined)?.name;
+      if (name === keys.homeName) return { record: fromStored(entity), legacy: undefined };
+      legacy = entity;
+    }
+    if (legacy === undefined) return { record: undefined, legacy: undefined };
+    return { record: fromStored(legacy), legacy: keys.legacy };
+  }
+
+  /** Save `record` at its home in `tx`; one found at its plain name moves there (deleted). */
+  private save(
+    tx: DatastoreTransactionLike,
+    keys: EntityKeys,
+    found: Found,
+    key: string,
+    record: LockRecord,
+  ): void {
+    if (found.legacy !== undefined) tx.delete(found.legacy as never);
+    tx.save(this.entry(keys.home, key, record));
   }
 
   /** An entity to insert or save: the record of `key`, stored under `entityKey`. */
   private entry(entityKey: unknown, key: string, record: LockRecord) {
-    return { key: entityKey, data: { ...toStored(key, record) }, excludeFromIndexes: UNINDEXED };
+    return {
+      key: entityKey,
+      data: { ...toStored(key, record) },
+      excludeFromIndexes: this.unindexed,
+    };
   }
 }
 
@@ -258,27 +316,45 @@ interface OwnedDatastore {
   clients_?: Map<string, { close?(): Promise<void> }>;
 }
 
+/** The entity keys of a record: its home, and its plain name while migrating. */
+interface EntityKeys {
+  readonly home: unknown;
+  readonly homeName: string;
+  readonly legacy: unknown;
+}
+
+/** A record looked up: none, at its home, or at its plain name (`legacy`, to delete on a write). */
+interface Found {
+  readonly record: LockRecord | undefined;
+  readonly legacy: unknown;
+}
+
 /** An entity as a lookup returns it: the stored fields, and its key under `datastore.KEY`. */
 type StoredEntity = Record<string | symbol, unknown>;
 
 /**
- * Key name of a record: a fixed prefix makes every name legal (never `__…__`, never empty)
- * and stays reversible; 1 + 1,024 bytes is within the 1,500-byte limit.
+ * Key name of a record under `recordIds` (default `"spread"`, as the lock's): spread, the
+ * key's 4-hex-digit hash and `~` before the key (`3f0a~orders:42`); plain (0.1's), `k` before
+ * it. Either prefix makes every name legal (never `__…__`, never empty), keeps it reversible,
+ * and tells the two apart (`k` is not a hex digit); 5 + 1,024 bytes is within the 1,500-byte
+ * limit.
  *
  * @example
  * ```ts
  * import { encodeName } from "gcp-pubsub-idempotency/datastore";
  *
- * // Find the entity of a key in the console: kind IdempotencyRecord, name "korders:42".
- * encodeName("orders:42"); // "korders:42"
+ * // Find the entity of a key in the console: kind IdempotencyRecord.
+ * encodeName("orders:42"); // "<4 hex digits>~orders:42"
+ * encodeName("orders:42", "plain"); // "korders:42"
  * ```
  */
-export function encodeName(key: string): string {
-  return `k${key}`;
+export function encodeName(key: string, recordIds: RecordIdLayout = "spread"): string {
+  return recordIds === "plain" ? `k${key}` : spreadPrefix(key) + key;
 }
 
 /**
- * The idempotency key of a record's key name: the inverse of {@link encodeName}.
+ * The idempotency key of a record's key name, spread or plain: the inverse of
+ * {@link encodeName}.
  *
  * @example
  * ```ts
@@ -288,5 +364,5 @@ export function encodeName(key: string): string {
  * ```
  */
 export function decodeName(name: string): string {
-  return name.slice(1);
+  return isSpreadId(name) ? name.slice(5) : name.slice(1);
 }

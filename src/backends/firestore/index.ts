@@ -23,12 +23,14 @@ import { offerTrustedPort } from "../../core/trusted-port.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { loadOnce } from "../google/lazy-client.js";
 import { googleLockOptions, nameOption } from "../google/options.js";
+import { type RecordIdLayout, recordIds } from "../google/record-ids.js";
 import { GoogleRecords } from "../google/records.js";
 import type { RetryOptions } from "../google/retry-options.js";
 import { DOCUMENT_MAX_RESULT_BYTES } from "../google/stored-record.js";
 import type { FirestoreLike, FirestoreModule, FirestoreTransactionLike } from "./client.js";
-import { FirestoreIo } from "./io.js";
+import { encodeDocumentId, FirestoreIo } from "./io.js";
 
+export type { RecordIdLayout } from "../google/record-ids.js";
 export type { RetryOptions } from "../google/retry-options.js";
 export type {
   FirestoreCollectionLike,
@@ -79,6 +81,14 @@ export interface FirestoreLockOptions<F extends FirestoreLike = FirestoreLike> {
   ttlMs?: number | undefined;
   /** Bounds on retrying ABORTED / UNAVAILABLE. */
   retry?: RetryOptions | undefined;
+  /**
+   * How records are named. `"spread"` (default): a 4-hex-digit hash of the key before it
+   * (`3f0a~b3JkZXJzLzQy`), so rising keys spread over the key space instead of hotspotting one
+   * split. `"plain"`: 0.1's ids (`kb3JkZXJzLzQy`), for documents 0.1 instances still write.
+   * `"migrating"`: spread, reading a key's plain id too when its spread one is absent, for
+   * one ttl after the last plain writer stopped. See docs/capacity.md.
+   */
+  recordIds?: RecordIdLayout | undefined;
 }
 
 /**
@@ -145,6 +155,8 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
   readonly collection: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  /** How the records are named (the `recordIds` option). */
+  readonly recordIds: RecordIdLayout;
   /**
    * Results up to 1,000,000 UTF-8 bytes and fingerprints, kept as fields of the record's
    * document, the result written in the same write as DONE. Firestore indexes every field by
@@ -192,7 +204,13 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
         'one path segment of at most 1,500 UTF-8 bytes, not "." / ".." / __name__',
       ) ?? "idempotency-records";
     this.ttlMs = setup.ttlMs;
-    this.records = new GoogleRecords(new FirestoreIo(this.collection, setup.clock), setup);
+    this.recordIds = setup.recordIds;
+    const ids = recordIds(
+      setup.recordIds,
+      (key) => encodeDocumentId(key, "plain"),
+      (key) => Buffer.from(key, "utf8").toString("base64url"),
+    );
+    this.records = new GoogleRecords(new FirestoreIo(this.collection, setup.clock, ids), setup);
     if (new.target === FirestoreLock) offerTrustedPort(this, this.records.port());
     // Without a client of yours the driver is needed: loaded now, so that a surface built over
     // this lock reports its absence at once (the first call rejects with the same text).

@@ -9,11 +9,22 @@ import {
   unlessLapsed,
 } from "../../core/transitions.js";
 import { conditionalWrite, GRPC, grpcCode } from "../google/grpc.js";
+import {
+  isSpreadId,
+  type RecordIdLayout,
+  type RecordIds,
+  spreadPrefix,
+} from "../google/record-ids.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
 import type { LeaseClock, Stamp, StoreTime } from "../google/store-clock.js";
 import { changedFields, fromStored, toStored } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
-import type { FirestoreDocumentLike, FirestoreLike, FirestoreTransactionLike } from "./client.js";
+import type {
+  FirestoreDocumentLike,
+  FirestoreLike,
+  FirestoreSnapshotLike,
+  FirestoreTransactionLike,
+} from "./client.js";
 import { LastWrites } from "./last-writes.js";
 
 /** A write refused because the document changed (or went) since it was read. */
@@ -40,6 +51,7 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
   constructor(
     private readonly collection: string,
     private readonly clock: LeaseClock,
+    private readonly ids: RecordIds,
   ) {}
 
   async claim(
@@ -49,9 +61,10 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
   ): Promise<ClaimOutcome> {
     const ref = this.document(firestore, key);
     // Most keys are first deliveries: try the one-write path first, once a commit has bounded
-    // the store's time (before that, the read of the path below tells it).
+    // the store's time (before that, the read of the path below tells it). Not while
+    // migrating: a record at the key's plain id must be read first.
     const now = this.clock.now();
-    if (now !== undefined) {
+    if (now !== undefined && this.ids.legacy(key) === undefined) {
       const { answer, write } = decide(undefined, now.earliest);
       const sent = this.clock.stamp();
       const created = write === undefined ? undefined : await create(ref, toStored(key, write));
@@ -114,24 +127,22 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
         "lockInTransaction needs a Firestore with runTransaction() (@google-cloud/firestore or firebase-admin)",
       );
     }
-    const ref = this.document(firestore, key);
     for (let race = 0; race < MAX_RACES; race++) {
       // The record's update time the DONE write was conditioned on, in the last attempt.
-      let readAt: { time: unknown } | undefined;
+      let readAt: { time: unknown; ref: FirestoreDocumentLike } | undefined;
       try {
         return await firestore.runTransaction(async (tx) => {
           readAt = undefined;
           const value = await body(tx);
-          const sent = this.clock.stamp();
-          const snapshot = await ref.get();
-          const now = this.readTime(snapshot, sent);
+          // A record still at its plain id (migrating) is completed where it is.
+          const { ref, snapshot, now } = await this.read(firestore, key);
           const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
           const { row, answer, write } = decide(record, now.earliest);
           // Fenced out, or already done at this fence: none of this run's writes may land.
           if (row !== "complete.claimed" || write === undefined) {
             throw new RolledBack({ completed: answer, value });
           }
-          readAt = { time: snapshot.updateTime };
+          readAt = { time: snapshot.updateTime, ref };
           tx.update(
             ref as never,
             updateOf(key, record, write) as never,
@@ -147,7 +158,7 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
           throw error;
         // Refused: by our precondition (the record moved: decide again), or by one of the
         // body's own writes (the record is as read: the failure is the body's).
-        const now = await ref.get();
+        const now = await readAt.ref.get();
         if (now.exists && sameTime(now.updateTime, readAt.time)) throw error;
       }
     }
@@ -190,26 +201,66 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
     key: string,
     decide: Decide<A>,
   ): Promise<{ answer: A; at: StoreTime }> {
-    const ref = this.document(firestore, key);
     for (let race = 0; race < MAX_RACES; race++) {
-      const read = this.clock.stamp();
-      const snapshot = await ref.get();
-      const now = this.readTime(snapshot, read);
+      const { ref, home, snapshot, now } = await this.read(firestore, key);
       // Absent, or deleted meanwhile (TTL or purge): a claim starts a new record (its first fence).
       const record = snapshot.exists ? fromStored(snapshot.data()) : undefined;
       const { answer, write } = decide(record, now.earliest);
       if (write === undefined) return { answer, at: now };
       const sent = this.clock.stamp();
+      // A record at its plain id (migrating) moves home: created there whole, then deleted
+      // where it was, unless it changed since (reads take the home record first meanwhile).
+      const moving = record !== undefined && ref !== home;
       const written =
-        record === undefined
-          ? await create(ref, toStored(key, write))
+        record === undefined || moving
+          ? await create(home, toStored(key, write))
           : await updated(ref, updateOf(key, record, write), snapshot.updateTime);
       if (written !== undefined) {
+        if (moving) {
+          await conditionalWrite(CHANGED, () =>
+            ref.delete({ lastUpdateTime: snapshot.updateTime } as never),
+          );
+        }
         this.lastWrites.remember(key, write, writeTimeOf(written));
         return { answer, at: this.writeTime(written, sent) };
       }
     }
     throw new Error(`the record kept changing during ${MAX_RACES} attempts`);
+  }
+
+  /**
+   * The record of `key` as read now: the document at its home id, or, when that is absent
+   * and the lock is migrating, the one at its plain id (a second read); the store's time as
+   * of the read that answered.
+   */
+  private async read(
+    firestore: FirestoreLike,
+    key: string,
+  ): Promise<{
+    ref: FirestoreDocumentLike;
+    home: FirestoreDocumentLike;
+    snapshot: FirestoreSnapshotLike;
+    now: StoreTime;
+  }> {
+    const home = this.document(firestore, key);
+    const sent = this.clock.stamp();
+    const snapshot = await home.get();
+    const legacy = this.ids.legacy(key);
+    if (snapshot.exists || legacy === undefined) {
+      return { ref: home, home, snapshot, now: this.readTime(snapshot, sent) };
+    }
+    this.readTime(snapshot, sent);
+    const plainRef = firestore.collection(this.collection).doc(legacy);
+    const plainSent = this.clock.stamp();
+    const plain = await plainRef.get();
+    // Neither exists: a new record goes home.
+    const ref = plain.exists ? plainRef : home;
+    return {
+      ref,
+      home,
+      snapshot: plain.exists ? plain : snapshot,
+      now: this.readTime(plain, plainSent),
+    };
   }
 
   /** The store's time after a read (`readTime`), its request sent at `sent`. */
@@ -223,7 +274,7 @@ export class FirestoreIo implements RecordIo<FirestoreLike, FirestoreTransaction
   }
 
   private document(firestore: FirestoreLike, key: string): FirestoreDocumentLike {
-    return firestore.collection(this.collection).doc(encodeDocumentId(key));
+    return firestore.collection(this.collection).doc(this.ids.home(key));
   }
 }
 
@@ -283,23 +334,28 @@ async function written(refusals: readonly number[], write: () => Promise<unknown
 }
 
 /**
- * Document id of a key: `k` + base64url of its UTF-8 bytes. Never contains `/`, is never
- * `.`, `..` or `__…__`, is reversible, and 1,024 key bytes give 1,367 id bytes (limit 1,500).
+ * Document id of a key under `recordIds` (default `"spread"`, as the lock's): base64url of its
+ * UTF-8 bytes, after the key's 4-hex-digit hash and `~` (spread) or after `k` (plain, 0.1's).
+ * Never contains `/`, is never `.`, `..` or `__…__`, is reversible (the two prefixes differ:
+ * `k` is not a hex digit), and 1,024 key bytes give at most 1,371 id bytes (limit 1,500).
  *
  * @example
  * ```ts
  * import { encodeDocumentId } from "gcp-pubsub-idempotency/firestore";
  *
  * // Find the document of a key in the console.
- * encodeDocumentId("orders/42"); // "kb3JkZXJzLzQy"
+ * encodeDocumentId("orders/42"); // "<4 hex digits>~b3JkZXJzLzQy"
+ * encodeDocumentId("orders/42", "plain"); // "kb3JkZXJzLzQy"
  * ```
  */
-export function encodeDocumentId(key: string): string {
-  return `k${Buffer.from(key, "utf8").toString("base64url")}`;
+export function encodeDocumentId(key: string, recordIds: RecordIdLayout = "spread"): string {
+  const encoded = Buffer.from(key, "utf8").toString("base64url");
+  return recordIds === "plain" ? `k${encoded}` : spreadPrefix(key) + encoded;
 }
 
 /**
- * The idempotency key of a record's document id: the inverse of {@link encodeDocumentId}.
+ * The idempotency key of a record's document id, spread or plain: the inverse of
+ * {@link encodeDocumentId}.
  *
  * @example
  * ```ts
@@ -309,5 +365,5 @@ export function encodeDocumentId(key: string): string {
  * ```
  */
 export function decodeDocumentId(id: string): string {
-  return Buffer.from(id.slice(1), "base64url").toString("utf8");
+  return Buffer.from(id.slice(isSpreadId(id) ? 5 : 1), "base64url").toString("utf8");
 }

@@ -1,5 +1,6 @@
-// The options every Google lock takes (a client, projectId, databaseId, ttlMs, retry), read
-// once and checked before any I/O; and the checks of a client option and of a store name.
+// The options every Google lock takes (a client, projectId, databaseId, ttlMs, retry,
+// recordIds), read once and checked before any I/O; and the checks of a client option and of
+// a store name.
 import { DEFAULT_TTL_MS } from "../../core/constants.js";
 import { InvalidConfiguration } from "../../core/errors.js";
 import type { RetryPolicy } from "../../core/retry.js";
@@ -12,6 +13,7 @@ import {
 } from "../../core/validate.js";
 import { hasMethods } from "../shared/has-methods.js";
 import { LazyClient } from "./lazy-client.js";
+import { type RecordIdLayout, recordIdsOption } from "./record-ids.js";
 import { resolveRetry } from "./retry-options.js";
 import { CLOCK_OPTION, type LeaseClock, StoreClock } from "./store-clock.js";
 
@@ -39,6 +41,8 @@ export interface GoogleLockSetup<C, K extends string> {
   readonly clientGiven: boolean;
   readonly ttlMs: number;
   readonly retry: RetryPolicy;
+  /** How the records are named (the `recordIds` option; record-ids.ts). */
+  readonly recordIds: RecordIdLayout;
   /** The store's time, as learned from its answers (the tests may put another clock here). */
   readonly clock: LeaseClock;
   readonly own: { readonly [P in K]?: unknown };
@@ -46,7 +50,7 @@ export interface GoogleLockSetup<C, K extends string> {
 
 /**
  * Read every option of a Google lock once (see `readOptions`) and check the shared ones: the
- * client, `projectId`, `databaseId`, `ttlMs` and `retry`. The lock checks `ownNames` itself.
+ * client, `projectId`, `databaseId`, `ttlMs`, `retry` and `recordIds`. The lock checks `ownNames` itself.
  */
 export function googleLockOptions<C, K extends string>(
   where: string,
@@ -54,7 +58,7 @@ export function googleLockOptions<C, K extends string>(
   client: GoogleClientSpec<C>,
   ownNames: readonly K[],
 ): GoogleLockSetup<C, K> {
-  const shared = ["projectId", "databaseId", "ttlMs", "retry"] as const;
+  const shared = ["projectId", "databaseId", "ttlMs", "retry", "recordIds"] as const;
   const names = [client.option, ...shared, ...ownNames];
   const read = readOptions(where, options, true, names, knownOptions(names, "backend")) as {
     readonly [P in string]?: unknown;
@@ -82,6 +86,7 @@ export function googleLockOptions<C, K extends string>(
     clientGiven: given !== undefined,
     ttlMs: ttlOption(read.ttlMs, DEFAULT_TTL_MS),
     retry: resolveRetry(read.retry, where),
+    recordIds: recordIdsOption(read.recordIds),
     clock: clockOption(options) ?? new StoreClock(),
     own,
   };

@@ -24,12 +24,14 @@ import { offerTrustedPort } from "../../core/trusted-port.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
 import { loadOnce } from "../google/lazy-client.js";
 import { googleLockOptions, nameOption } from "../google/options.js";
+import { type RecordIdLayout, recordIds } from "../google/record-ids.js";
 import { GoogleRecords } from "../google/records.js";
 import type { RetryOptions } from "../google/retry-options.js";
 import { callStore } from "../shared/store-call.js";
 import type { SpannerDatabaseLike, SpannerModule, SpannerTransactionLike } from "./client.js";
 import { renderSchema, renderUpgrade, SPANNER_MAX_RESULT_BYTES, SpannerIo } from "./io.js";
 
+export type { RecordIdLayout } from "../google/record-ids.js";
 export type { RetryOptions } from "../google/retry-options.js";
 export type {
   SpannerCommitResponseLike,
@@ -83,6 +85,14 @@ export interface SpannerLockOptions<Tx extends SpannerTransactionLike = SpannerT
   ttlMs?: number | undefined;
   /** Bounds on retrying ABORTED (contention) / UNAVAILABLE / DEADLINE_EXCEEDED. */
   retry?: RetryOptions | undefined;
+  /**
+   * How records are named. `"spread"` (default): a 4-hex-digit hash of the key before it
+   * (`3f0a~orders:42`), so rising keys spread over the key space instead of hotspotting one
+   * split. `"plain"`: 0.1's ids (`orders:42`), for rows (the `key` column) 0.1 instances still write.
+   * `"migrating"`: spread, reading a key's plain id too when its spread one is absent, for
+   * one ttl after the last plain writer stopped. See docs/capacity.md.
+   */
+  recordIds?: RecordIdLayout | undefined;
 }
 
 /** A table name: a GoogleSQL identifier. */
@@ -133,6 +143,8 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
   readonly table: string;
   /** How long a DONE key suppresses duplicates, in ms. */
   readonly ttlMs: number;
+  /** How the records are named (the `recordIds` option). */
+  readonly recordIds: RecordIdLayout;
   /**
    * Results up to 2,621,440 UTF-8 bytes and fingerprints, kept in the nullable `result` and
    * `fingerprint` columns (`STRING(MAX)`), the result in the same commit as DONE. A table made
@@ -199,8 +211,14 @@ export class SpannerLock<Tx extends SpannerTransactionLike = SpannerTransactionL
       ) ?? "idempotency_records";
     this.ttlMs = setup.ttlMs;
     this.database = () => setup.client.get();
+    this.recordIds = setup.recordIds;
     const io = new SpannerIo(
       this.table,
+      recordIds(
+        setup.recordIds,
+        (key) => key,
+        (key) => key,
+      ),
       (database) => opened.get(database)?.close(),
       // The driver is installed wherever a database of it was given; if not, a transaction.
       () =>

@@ -10,6 +10,7 @@ import {
   unlessLapsed,
 } from "../../core/transitions.js";
 import { GRPC, grpcCode } from "../google/grpc.js";
+import type { RecordIds } from "../google/record-ids.js";
 import type { RecordIo, Retrying } from "../google/record-io.js";
 import { changedFields, withFields } from "../google/stored-record.js";
 import type { PurgeBatch } from "../shared/purge.js";
@@ -21,6 +22,7 @@ import type {
 } from "./client.js";
 import expiredSql from "./expired.sql";
 import readSql from "./read.sql";
+import readMigratingSql from "./read-migrating.sql";
 import schemaSql from "./schema.sql";
 import upgradeSql from "./upgrade.sql";
 
@@ -47,7 +49,12 @@ interface RecordRow {
   fingerprint?: unknown;
   result?: unknown;
   key?: unknown;
+  /** The row's id, read by read-migrating.sql only. */
+  id?: unknown;
 }
+
+/** A record as read: it, the time read at, and the plain id it was found under (migrating). */
+type Found = [record: LockRecord | undefined, now: number, legacy: string | undefined];
 
 /** The DDL of the records table `table`: `schema.sql` without its header (DDL takes no comments). */
 export function renderSchema(table: string): string {
@@ -77,6 +84,7 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
   readonly backend = "spanner";
   readonly purgeBatchSize = PURGE_BATCH;
   private readonly readSql: string;
+  private readonly readMigratingSql: string;
   private readonly expiredSql: string;
 
   /**
@@ -86,12 +94,14 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
    */
   constructor(
     private readonly table: string,
+    private readonly ids: RecordIds,
     private readonly closeClient: (database: SpannerDatabaseLike) => unknown = () => undefined,
     private readonly mutationSet: () => Promise<
       (new () => SpannerMutationSetLike) | undefined
     > = async () => undefined,
   ) {
     this.readSql = render(readSql, table);
+    this.readMigratingSql = render(readMigratingSql, table);
     this.expiredSql = render(expiredSql, table);
   }
 
@@ -123,18 +133,16 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     key: string,
     decide: Decide<ClaimOutcome>,
   ): Promise<ClaimOutcome | undefined> {
-    if (database.run === undefined) return undefined;
-    const [rows] = await this.orUpgradeHint(() =>
-      database.run!({ sql: this.readSql, params: { key }, json: true }),
-    );
-    const [record, now] = fromRow(rows[0] as RecordRow);
+    const run = database.run?.bind(database);
+    if (run === undefined) return undefined;
+    const [record, now] = await this.read(run, key);
     const { answer, write } = decide(record, now);
     if (write === undefined) return answer;
     if (record !== undefined || database.writeAtLeastOnce === undefined) return undefined;
     const MutationSet = await this.mutationSet();
     if (MutationSet === undefined) return undefined;
     const mutations = new MutationSet();
-    mutations.insert(this.table, toRow(key, write, undefined));
+    mutations.insert(this.table, toRow(this.ids.home(key), write, undefined));
     try {
       const committedAt = commitMillis(await database.writeAtLeastOnce(mutations));
       return committedAt === undefined ? answer : unlessLapsed(answer, committedAt);
@@ -165,13 +173,13 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     return retrying(() =>
       inTransaction(database, async (tx) => {
         const value = await body(tx);
-        const [record, now] = await this.read(tx, key);
-        const { row, answer, write } = decide(record, now);
+        const found = await this.read((query) => tx.run(query), key);
+        const { row, answer, write } = decide(found[0], found[1]);
         if (row !== "complete.claimed" || write === undefined) {
           await tx.rollback();
           return { completed: answer, value };
         }
-        tx.upsert(this.table, toRow(key, write, record));
+        this.write(tx, key, write, found);
         await tx.commit();
         return { completed: true, value };
       }),
@@ -215,29 +223,50 @@ export class SpannerIo implements RecordIo<SpannerDatabaseLike, SpannerTransacti
     decide: Decide<A>,
   ): Promise<{ answer: A; committedAt?: number | undefined }> {
     return inTransaction(database, async (tx) => {
-      const [record, now] = await this.read(tx, key);
-      const { answer, write } = decide(record, now);
+      const found = await this.read((query) => tx.run(query), key);
+      const { answer, write } = decide(found[0], found[1]);
       if (write === undefined) {
         await tx.rollback();
         return { answer };
       }
-      tx.upsert(this.table, toRow(key, write, record));
+      this.write(tx, key, write, found);
       return { answer, committedAt: commitMillis(await tx.commit()) };
     });
   }
 
   /**
-   * The record of `key` (or none) and Spanner's time, read in `tx` (locking the row). On a
-   * table made by 0.1, which lacks the columns read.sql names, the error says what to run.
+   * The record of `key` (or none) and Spanner's time, read with `run` (a transaction's, locking
+   * the row, or a single-use read): at its home id, or, migrating, at its plain id when the
+   * home holds none. On a table made by 0.1, which lacks the columns read.sql names, the
+   * error says what to run.
    */
-  private async read(
-    tx: SpannerTransactionLike,
-    key: string,
-  ): Promise<[LockRecord | undefined, number]> {
+  private async read(run: RunQuery, key: string): Promise<Found> {
+    const home = this.ids.home(key);
+    const plain = this.ids.legacy(key);
+    if (plain === undefined) {
+      const [rows] = await this.orUpgradeHint(() =>
+        run({ sql: this.readSql, params: { key: home }, json: true }),
+      );
+      return [...fromRow(rows[0] as RecordRow), undefined];
+    }
     const [rows] = await this.orUpgradeHint(() =>
-      tx.run({ sql: this.readSql, params: { key }, json: true }),
+      run({ sql: this.readMigratingSql, params: { key: home, plain }, json: true }),
     );
-    return fromRow(rows[0] as RecordRow);
+    const found = rows as RecordRow[];
+    const row = found.find((r) => r.id === home) ?? found.find((r) => r.id === plain) ?? found[0];
+    const [record, now] = fromRow(row as RecordRow);
+    return [record, now, record !== undefined && row?.id === plain ? plain : undefined];
+  }
+
+  /** Buffer `record`'s write at its home id; one found at its plain id moves there. */
+  private write(tx: SpannerTransactionLike, key: string, record: LockRecord, found: Found): void {
+    const [previous, , legacy] = found;
+    if (legacy !== undefined) tx.deleteRows(this.table, [legacy]);
+    // A moved record is a new row: every column of it is written.
+    tx.upsert(
+      this.table,
+      toRow(this.ids.home(key), record, legacy === undefined ? previous : undefined),
+    );
   }
 
   /** `read`'s failure, saying what to run when the table was made by 0.1. */
@@ -269,6 +298,13 @@ async function inTransaction<R>(
   }
 }
 
+/** A query of read.sql's kind, run by a transaction or as a single-use read. */
+type RunQuery = (query: {
+  sql: string;
+  params: Record<string, string>;
+  json: true;
+}) => Promise<readonly [unknown[], ...unknown[]]>;
+
 /** The record of a read.sql / expired.sql row, and the time it was read at. */
 function fromRow(row: RecordRow): [LockRecord | undefined, number] {
   const now = Number(row.now);
@@ -284,18 +320,18 @@ function fromRow(row: RecordRow): [LockRecord | undefined, number] {
 }
 
 /**
- * The row of `record`, the record of `key`, written over `previous` (as read). An
+ * The row of `record`, stored under `id`, written over `previous` (as read). An
  * insert-or-update keeps the columns it is not given, so `fingerprint` and `result` are in the
  * row only when they change (`null` clears one): a write that changes neither sends the
  * columns of 0.1, and a done record's result is never sent again.
  */
 function toRow(
-  key: string,
+  id: string,
   record: LockRecord,
   previous: LockRecord | undefined,
 ): Record<string, unknown> {
   return {
-    key,
+    key: id,
     state: record.state,
     fencing_id: record.fencingId,
     lease_expires_at: record.leaseExpiresAt,

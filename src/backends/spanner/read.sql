@@ -1,7 +1,8 @@
 -- Read the record of one key and Spanner's clock, inside a read-write transaction: the read
 -- locks the row (or the key's absence) until the commit, so the write that follows is decided
 -- on what is still there.
--- @key the idempotency key (STRING).
+-- @key the record's id (STRING): the key's spread id, or the key itself under recordIds
+-- "plain" (0.1's ids).
 -- Returns one row: now (epoch ms, CURRENT_TIMESTAMP()), and state, fencing_id,
 -- lease_expires_at, expires_at (epoch ms), token, fingerprint, result, all null when there is
 -- no record (fingerprint and result are also null in a record without them).

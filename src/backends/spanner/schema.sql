@@ -1,5 +1,6 @@
 -- The table of SpannerLock's records (GoogleSQL dialect). {{table}} is the `table` option.
--- One row per key: state 'claimed' | 'done'; fencing_id rises on every (re)claim and release;
+-- One row per key, under its id in the key column (recordIds: the key after a 4-hex-digit hash
+-- and `~`, spread; or the key itself, plain); state 'claimed' | 'done'; fencing_id rises on every (re)claim and release;
 -- lease_expires_at is epoch ms in Spanner's clock; expires_at is a TIMESTAMP, the earliest
 -- moment the row may go; token is the random token of the claim that last won it.
 -- fingerprint is what the winning claim gave (NULL: none), written by every win (claim.absent,

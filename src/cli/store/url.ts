@@ -51,6 +51,11 @@ export const STORE_OPTIONS = [
     value: "ID",
     help: "datastore, firestore: the database (default (default))",
   },
+  {
+    name: "--record-ids",
+    value: "LAYOUT",
+    help: "datastore, firestore, spanner: the lock's recordIds, spread (default), plain or migrating",
+  },
 ] as const;
 
 /** Which stores each store option applies to. */
@@ -60,6 +65,7 @@ const APPLIES_TO: Readonly<Record<string, readonly StoreName[]>> = {
   "--kind": ["datastore"],
   "--project": ["datastore", "firestore"],
   "--database": ["datastore", "firestore"],
+  "--record-ids": ["datastore", "firestore", "spanner"],
 };
 
 /** A Spanner database's resource name, the project optional (then ADC's). */

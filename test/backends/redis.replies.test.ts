@@ -4,6 +4,7 @@
 // checked on the public methods, passed as they are by the trusted port.
 import { describe, expect, it } from "vitest";
 import { RedisLock } from "../../src/backends/redis/index.js";
+import { CLAIM, COMPLETE } from "../../src/backends/redis/scripts.js";
 import { trustedPort } from "../../src/core/trusted-port.js";
 import { BackendError } from "../../src/index.js";
 
@@ -202,5 +203,43 @@ describe("RedisLock reading script replies", () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BackendError);
     expect(error).toMatchObject({ verb: "claim", key: "k", cause: failure });
+  });
+
+  it("runs the legacy text, from then on, on a server that refuses a write after TIME", async () => {
+    // Redis 4 (and 5 or 6 with lua-replicate-commands off) answers this before any write.
+    const refusal = new Error(
+      "ERR Error running script (call to f_x): @user_script:40: @user_script: 40: Write commands " +
+        "not allowed after non deterministic commands. Call redis.replicate_commands() at the " +
+        "start of your script in order to switch to single commands replication mode.",
+    );
+    const legacy = new Set([CLAIM.legacy?.sha, COMPLETE.legacy?.sha]);
+    const calls: string[] = [];
+    const evalsha = async (sha: string) => {
+      calls.push(legacy.has(sha) ? "legacy" : "modern");
+      if (!legacy.has(sha)) throw refusal;
+      return sha === CLAIM.legacy?.sha ? [42, 1_700_000_000_000] : 1;
+    };
+    const eval_ = async () => {
+      throw new Error("EVAL is only for NOSCRIPT");
+    };
+    const backend = new RedisLock({ client: { evalsha, eval: eval_ }, prefix: "stub:" });
+    const won = await backend.claim("k", 1_000);
+    expect(won).toMatchObject({ status: "won", claim: { fencingId: 42 } });
+    expect(await backend.complete(claim)).toBe(true);
+    expect(calls).toEqual(["modern", "legacy", "legacy"]);
+  });
+
+  it("does not retry an error other than that refusal", async () => {
+    const failure = new Error("ERR Error running script: @user_script:1: something else");
+    let calls = 0;
+    const answer = async () => {
+      calls++;
+      throw failure;
+    };
+    const error = await new RedisLock({ client: { evalsha: answer, eval: answer } })
+      .claim("k", 1_000)
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ verb: "claim", cause: failure });
+    expect(calls).toBe(1);
   });
 });

@@ -1,9 +1,20 @@
-// The Lua sources themselves: one prelude holds the shared helpers, and every header points at
-// files and state-machine rows that exist. No Redis needed; the contract suites run the scripts.
+// The Lua sources themselves: one prelude holds the shared helpers, each script carries only those
+// it calls, and every header points at files and state-machine rows that exist. No Redis needed; the contract suites run the scripts.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import {
+  CLAIM,
+  COMPLETE,
+  code,
+  FORCE_RELEASE,
+  INSPECT,
+  legacyLine,
+  preludeHelpers,
+  RELEASE,
+  RENEW,
+} from "../../src/backends/redis/scripts.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const dir = join(root, "src/backends/redis");
@@ -30,20 +41,45 @@ describe("the Redis Lua scripts", () => {
       "renew.lua",
     ]);
     const prelude = read("prelude.lua");
-    expect(prelude).toMatch(/^local function int\(n\)$/m);
-    expect(prelude).toMatch(/^local function now_ms\(\)$/m);
-    expect(prelude).toMatch(/^local function now_us\(\)$/m);
-    expect(prelude).toContain("redis.replicate_commands()");
+    expect(preludeHelpers(prelude).map((h) => h.name)).toEqual([
+      "now_ms",
+      "now_ms_us",
+      "fenced_state",
+      "end_lease",
+    ]);
+    expect(legacyLine(prelude)).toBe("redis.replicate_commands()");
     for (const name of verbs) {
-      const code = read(name).replace(/^--\[\[[\s\S]*?\]\]\n/, "");
-      expect({ name, time: /'TIME'|replicate_commands|function int\b/.test(code) }).toEqual({
+      const body = code(read(name));
+      expect({
         name,
-        time: false,
+        own: /'TIME'|replicate_commands|local function|string\.format/.test(body),
+      }).toEqual({
+        name,
+        own: false,
       });
-      // claim.lua reads the clock once, in µs: its new record's first fence, and now in ms.
-      expect(code).toContain(
-        name === "claim.lua" ? "local now = math.floor(us / 1000)" : "local now = now_ms()",
+      // claim.lua reads the clock once, in ms and µs: its new record's first fence, and now.
+      expect(body).toContain(
+        name === "claim.lua" ? "local now, us = now_ms_us()" : "local now = now_ms()",
       );
+    }
+  });
+
+  it("carry only the helpers their header names, and the legacy line only in their legacy text", () => {
+    const prelude = read("prelude.lua");
+    const helpers = preludeHelpers(prelude);
+    const built = { CLAIM, COMPLETE, FORCE_RELEASE, INSPECT, RELEASE, RENEW };
+    for (const [constant, s] of Object.entries(built)) {
+      const name = `${constant === "FORCE_RELEASE" ? "forceRelease" : constant.toLowerCase()}.lua`;
+      const file = read(name);
+      // The header's "Uses a(), b() and c() from prelude.lua" line, in the prelude's order.
+      const uses = /Uses ([\s\S]*?) from prelude\.lua/.exec(file)?.[1] ?? "";
+      const named = helpers.map((h) => h.name).filter((h) => uses.includes(`${h}()`));
+      const carried = [...s.text.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]);
+      expect({ name, carried }).toEqual({ name, carried: named });
+      expect(s.text.endsWith(file)).toBe(true);
+      expect(s.text).not.toContain("replicate_commands");
+      expect(s.legacy?.text).toBe(`redis.replicate_commands()\n${s.text}`);
+      expect(s.legacy?.sha).not.toBe(s.sha);
     }
   });
 

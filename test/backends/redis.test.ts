@@ -1,13 +1,21 @@
 // RedisLock beyond the contract (that is redis.contract.test.ts): the stored hash and its
 // expiry, integer exactness, the server clock, fencing, script errors and SCRIPT FLUSH, the
-// fingerprint and result fields of the hash (and once() over them), one EVALSHA per verb with
-// the arguments it always had, connection errors, option validation, and keys spread over a
-// Cluster.
+// legacy texts for a server that refuses a write after TIME, the fingerprint and result fields
+// of the hash (and once() over them), one EVALSHA per verb with the arguments it always had,
+// connection errors, option validation, and keys spread over a Cluster.
 import { randomBytes } from "node:crypto";
 import { Cluster, Redis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { RedisLock, type RedisScriptClient } from "../../src/backends/redis/index.js";
+import {
+  CLAIM,
+  COMPLETE,
+  FORCE_RELEASE,
+  INSPECT,
+  RELEASE,
+  RENEW,
+} from "../../src/backends/redis/scripts.js";
 import { MAX_LEASE_MS, MAX_TTL_MS } from "../../src/core/constants.js";
 import type { Claim } from "../../src/core/port.js";
 import { trustedPort } from "../../src/core/trusted-port.js";
@@ -315,6 +323,57 @@ describe.skipIf(!server)("RedisLock", () => {
       });
     });
   }
+
+  it("runs every script's legacy text where the server refuses a write after TIME", async () => {
+    // Redis 4 (5 and 6 with lua-replicate-commands off) refuses the scripts' writes until they
+    // call redis.replicate_commands(); here a client answers that refusal for every script
+    // without the call, and the real server runs the legacy texts.
+    const legacyLine = "redis.replicate_commands()\n";
+    const refusal = () =>
+      new Error(
+        "ERR Error running script: Write commands not allowed after non deterministic commands.",
+      );
+    const legacyShas = new Set(
+      [CLAIM, COMPLETE, RELEASE, RENEW, INSPECT, FORCE_RELEASE].map((s) => s.legacy?.sha),
+    );
+    let refused = 0;
+    const client = {
+      evalsha: async (sha: string, keys: number, ...rest: string[]) => {
+        if (!legacyShas.has(sha)) {
+          refused++;
+          throw refusal();
+        }
+        return io.evalsha(sha, keys, ...rest);
+      },
+      eval: async (text: string, keys: number, ...rest: string[]) => {
+        if (!text.startsWith(legacyLine)) throw refusal();
+        return io.eval(text, keys, ...rest);
+      },
+    };
+    const p = prefix();
+    const lock = new RedisLock({ client, ttlMs: 10_000, prefix: p });
+    const first = won(await lock.claim("k", 10_000, { fingerprint: "fp" }));
+    expect(refused).toBe(1);
+    expect(await lock.claim("k", 10_000)).toMatchObject({ status: "held", fingerprint: "fp" });
+    expect(await lock.renew(first, 10_000)).toBe(true);
+    expect(await lock.complete(first, "res")).toBe(true);
+    expect(await lock.claim("k", 10_000)).toEqual({
+      status: "done",
+      fingerprint: "fp",
+      result: "res",
+    });
+    const other = won(await lock.claim("m", 10_000));
+    await lock.release(other);
+    const again = won(await lock.claim("m", 10_000));
+    expect(again.fencingId).toBe(other.fencingId + 2);
+    expect(await lock.inspect("m")).toMatchObject({ state: "claimed", fencingId: again.fencingId });
+    expect(await lock.forceRelease("m", again.fencingId)).toEqual({
+      status: "released",
+      fencingId: again.fencingId + 1,
+    });
+    expect(refused).toBe(1);
+    await io.del(`${p}k`, `${p}m`);
+  });
 
   describe("round trips", () => {
     // MONITOR on a private server: other traffic on a shared one would flood the monitor.

@@ -103,6 +103,11 @@ export type RedisScriptClient = IoRedisScriptClient | NodeRedisScriptClient | Gl
 export interface Script {
   readonly text: string;
   readonly sha: string;
+  /**
+   * The same script for a server that refuses a write after TIME until the script turns on
+   * effects replication (Redis 4; 5 and 6 with `lua-replicate-commands no`): scripts.ts.
+   */
+  readonly legacy?: Script | undefined;
 }
 
 export function script(text: string): Script {
@@ -111,7 +116,8 @@ export function script(text: string): Script {
 
 /**
  * Runs one script against one key: EVALSHA, and EVAL once when the server lacks the script
- * (on GLIDE, invokeScript does the same with SCRIPT LOAD).
+ * (on GLIDE, invokeScript does the same with SCRIPT LOAD). A server that refuses the script's
+ * write after TIME gets its legacy text, then and on every later call of this runner.
  */
 export type ScriptRunner = (script: Script, key: string, args: string[]) => Promise<unknown>;
 
@@ -119,33 +125,66 @@ export function isScriptClient(client: unknown): client is RedisScriptClient {
   return isGlide(client) || isNodeRedis(client) || isIoRedis(client);
 }
 
+/** One script call by SHA or by text; the runner adds the fallbacks. */
+type Send = (s: Script, key: string, args: string[]) => Promise<unknown>;
+
 export function scriptRunner(client: RedisScriptClient): ScriptRunner {
   if (isGlide(client)) {
-    return async (s, key, args) =>
-      client.invokeScript(glideScripts.get(s) ?? (await glideScript(s)), { keys: [key], args });
+    // invokeScript loads the script itself on NOSCRIPT: no by-text call.
+    return runner((s, key, args) => {
+      const made = glideScripts.get(s);
+      const options = { keys: [key], args };
+      return made !== undefined
+        ? client.invokeScript(made, options)
+        : glideScript(s).then((g) => client.invokeScript(g, options));
+    });
   }
   if (isNodeRedis(client)) {
-    return async (s, key, args) => {
-      const options = { keys: [key], arguments: args };
-      try {
-        return await client.evalSha(s.sha, options);
-      } catch (error) {
-        if (!isNoScript(error)) throw error;
-        // EVAL also caches the script on the node that owns the key (a Cluster routes both
-        // calls by the key), so the next EVALSHA there hits; SCRIPT LOAD could land elsewhere.
-        return await client.eval(s.text, options);
-      }
-    };
+    // EVAL also caches the script on the node that owns the key (a Cluster routes both
+    // calls by the key), so the next EVALSHA there hits; SCRIPT LOAD could land elsewhere.
+    return runner(
+      (s, key, args) => client.evalSha(s.sha, { keys: [key], arguments: args }),
+      (s, key, args) => client.eval(s.text, { keys: [key], arguments: args }),
+    );
   }
   const io = client as IoRedisScriptClient;
-  return async (s, key, args) => {
-    try {
-      return await io.evalsha(s.sha, 1, key, ...args);
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return await io.eval(s.text, 1, key, ...args);
+  return runner(
+    (s, key, args) => io.evalsha(s.sha, 1, key, ...args),
+    (s, key, args) => io.eval(s.text, 1, key, ...args),
+  );
+}
+
+/**
+ * EVALSHA; on NOSCRIPT the text (EVAL); on a refused write after TIME the script's legacy
+ * text, for that call and every later one of this runner. One catch per call, on the
+ * client's promise: the common call adds one promise and one closure to the client's own.
+ */
+function runner(bySha: Send, byText?: Send): ScriptRunner {
+  let legacy = false;
+  const run = (s: Script, sent: Script, key: string, args: string[]): Promise<unknown> =>
+    bySha(sent, key, args).catch((error: unknown) => recover(error, s, sent, key, args));
+  const recover = async (
+    error: unknown,
+    s: Script,
+    sent: Script,
+    key: string,
+    args: string[],
+  ): Promise<unknown> => {
+    let failure = error;
+    if (byText !== undefined && isNoScript(failure)) {
+      try {
+        return await byText(sent, key, args);
+      } catch (again) {
+        failure = again;
+      }
     }
+    if (sent === s && s.legacy !== undefined && isLegacyRefusal(failure)) {
+      legacy = true;
+      return run(s, s.legacy, key, args);
+    }
+    throw failure;
   };
+  return (s, key, args) => run(s, legacy && s.legacy !== undefined ? s.legacy : s, key, args);
 }
 
 // GLIDE keeps a script's text in its native core, registered by constructing its own Script
@@ -189,4 +228,15 @@ function isIoRedis(client: unknown): client is IoRedisScriptClient {
 
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith("NOSCRIPT");
+}
+
+/**
+ * Redis 3.2 to 6 without effects replication refuse a script's write after TIME with this
+ * error, before the write: nothing was changed, so the legacy text may run in its place.
+ */
+function isLegacyRefusal(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    error.message.includes("Write commands not allowed after non deterministic commands")
+  );
 }

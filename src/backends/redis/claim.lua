@@ -40,6 +40,7 @@
   Every number is an integer epoch ms, or a fence near epoch µs, below 2^53: the reply is exact.
   One HMGET reads every field. Only a done record has a result, so a result is read for nothing
   only between a done record's expiresAt and its deletion by PEXPIREAT, and goes back as stored.
+  One TIME call; no table is built but the reply.
 
   A new record's fence is the server's clock in µs, so it starts above every fence an earlier,
   deleted record of the key reached (each claim or release adds 1; a record lives at least its
@@ -48,40 +49,36 @@
 
   The record is a hash: state, fencingId, leaseExpiresAt, expiresAt, token, and when there are
   any, fingerprint and result (once()'s encoded result, written by complete.lua).
-  Uses int() and now_us() from prelude.lua, which index.ts prepends.
+  Uses now_ms_us() from prelude.lua, which scripts.ts prepends.
 ]]
-
 local key = KEYS[1]
-local leaseMs = tonumber(ARGV[1])
-local ttlMs = tonumber(ARGV[2])
 local token = ARGV[3]
-local fingerprint = ARGV[4]
-if fingerprint == '' then
-  fingerprint = nil
-end
-local us = now_us()
-local now = math.floor(us / 1000)
+local now, us = now_ms_us()
 
 local r = redis.call('HMGET', key, 'state', 'fencingId', 'leaseExpiresAt', 'expiresAt',
   'fingerprint', 'result', 'token')
+local state = r[1]
 local fence = us
-if r[1] then
-  if r[1] == 'claimed' and r[7] == token then
-    return {tonumber(r[2]), tonumber(r[3])}
-  end
-  if r[1] == 'done' then
+if state then
+  if state == 'done' then
     if now < tonumber(r[4]) then
-      if r[6] and r[6] ~= '' and not r[5] then
-        return r[6]
+      local stored, result = r[5], r[6]
+      if not stored then
+        if not result then
+          return 0
+        end
+        if result ~= '' then
+          return result
+        end
+        return {'done', 'result', result}
       end
-      if r[5] or r[6] then
-        local reply = {'done'}
-        if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end
-        if r[6] then table.insert(reply, 'result'); table.insert(reply, r[6]) end
-        return reply
+      if result then
+        return {'done', 'fingerprint', stored, 'result', result}
       end
-      return 0
+      return {'done', 'fingerprint', stored}
     end
+  elseif r[7] == token then
+    return {tonumber(r[2]), tonumber(r[3])}
   else
     local leaseExpiresAt = tonumber(r[3])
     if now < leaseExpiresAt then
@@ -95,9 +92,13 @@ if r[1] then
   fence = tonumber(r[2]) + 1
 end
 
-local leaseExpiresAt = now + leaseMs
+local fingerprint = ARGV[4]
+if fingerprint == '' then
+  fingerprint = nil
+end
+local leaseExpiresAt = now + ARGV[1]
 -- A claimed record outlives any holder that could still be alive, keeping the fence meaningful.
-local expiresAt = leaseExpiresAt + ttlMs
+local expiresAt = leaseExpiresAt + ARGV[2]
 -- A win never keeps an earlier run's result, nor an earlier claim's fingerprint this call does
 -- not replace; a new record has neither (r[5] and r[6] are false).
 if r[6] or (r[5] and not fingerprint) then
@@ -108,20 +109,12 @@ if r[6] or (r[5] and not fingerprint) then
   end
 end
 if fingerprint then
-  redis.call('HSET', key,
-    'state', 'claimed',
-    'fencingId', int(fence),
-    'leaseExpiresAt', int(leaseExpiresAt),
-    'expiresAt', int(expiresAt),
-    'token', token,
+  redis.call('HSET', key, 'state', 'claimed', 'fencingId', fence,
+    'leaseExpiresAt', leaseExpiresAt, 'expiresAt', expiresAt, 'token', token,
     'fingerprint', fingerprint)
 else
-  redis.call('HSET', key,
-    'state', 'claimed',
-    'fencingId', int(fence),
-    'leaseExpiresAt', int(leaseExpiresAt),
-    'expiresAt', int(expiresAt),
-    'token', token)
+  redis.call('HSET', key, 'state', 'claimed', 'fencingId', fence,
+    'leaseExpiresAt', leaseExpiresAt, 'expiresAt', expiresAt, 'token', token)
 end
-redis.call('PEXPIREAT', key, int(expiresAt))
+redis.call('PEXPIREAT', key, expiresAt)
 return {fence, leaseExpiresAt}

@@ -25,12 +25,11 @@
     1  done (now, or already: a retried complete with a matching fence)
     0  fenced out: no record, a newer fence, or a record past its expiry
 
-  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
+  Uses now_ms() and fenced_state() from prelude.lua, which scripts.ts prepends.
 ]]
 
 local key = KEYS[1]
 local fencingId = tonumber(ARGV[1])
-local ttlMs = tonumber(ARGV[2])
 local now = now_ms()
 
 local state = fenced_state(key, fencingId, now)
@@ -41,11 +40,11 @@ if state == 'done' then
   return 1
 end
 
-local expiresAt = now + ttlMs
+local expiresAt = now + ARGV[2]
 if ARGV[3] then
-  redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt), 'result', ARGV[3])
+  redis.call('HSET', key, 'state', 'done', 'expiresAt', expiresAt, 'result', ARGV[3])
 else
-  redis.call('HSET', key, 'state', 'done', 'expiresAt', int(expiresAt))
+  redis.call('HSET', key, 'state', 'done', 'expiresAt', expiresAt)
 end
-redis.call('PEXPIREAT', key, int(expiresAt))
+redis.call('PEXPIREAT', key, expiresAt)
 return 1

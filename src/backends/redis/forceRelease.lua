@@ -23,12 +23,11 @@
     {'done', fencingId}           a done record: left alone
     {'absent', 0}                 no record
 
-  Uses now_ms() and end_lease() from prelude.lua, which index.ts prepends.
+  Uses now_ms() and end_lease() from prelude.lua, which scripts.ts prepends.
 ]]
 
 local key = KEYS[1]
 local fencingId = tonumber(ARGV[1])
-local ttlMs = tonumber(ARGV[2])
 local now = now_ms()
 
 local r = redis.call('HMGET', key, 'state', 'fencingId', 'expiresAt')
@@ -43,5 +42,5 @@ if current ~= fencingId then
   return {'changed', current}
 end
 
-end_lease(key, fencingId, now, ttlMs)
+end_lease(key, fencingId, now, ARGV[2])
 return {'released', fencingId + 1}

@@ -34,16 +34,9 @@ import {
   type RedisScriptClient,
   type Script,
   type ScriptRunner,
-  script,
   scriptRunner,
 } from "./adapter.js";
-import claimLua from "./claim.lua";
-import completeLua from "./complete.lua";
-import forceReleaseLua from "./forceRelease.lua";
-import inspectLua from "./inspect.lua";
-import preludeLua from "./prelude.lua";
-import releaseLua from "./release.lua";
-import renewLua from "./renew.lua";
+import { CLAIM, COMPLETE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from "./scripts.js";
 
 export type {
   GlideScript,
@@ -104,16 +97,9 @@ const MAX_PREFIX_LENGTH = 128;
 // Lease + ttl is added to an epoch-ms time inside Lua, where numbers are doubles: the caps
 // (MAX_LEASE_MS, MAX_TTL_MS) keep the sum an exact integer far below 2^53.
 
-// Each script is prelude.lua (int(), now_ms()) followed by the verb's own file, assembled once
-// here; the SHA is that of the assembled text, so EVALSHA/EVAL send and cache exactly it.
-const withPrelude = (body: string): Script => script(`${preludeLua}\n${body}`);
-const CLAIM = withPrelude(claimLua);
-const COMPLETE = withPrelude(completeLua);
-const RELEASE = withPrelude(releaseLua);
-const RENEW = withPrelude(renewLua);
-// Operator calls (the CLI's inspect and release).
-const INSPECT = withPrelude(inspectLua);
-const FORCE_RELEASE = withPrelude(forceReleaseLua);
+// Each script is the prelude's helpers its file calls, then the file (scripts.ts), assembled
+// once at module load; the SHA is that of the assembled text, so EVALSHA/EVAL send and cache
+// exactly it.
 
 /** The options RedisLock takes; any other name is refused. */
 const NAMES = ["client", "ttlMs", "prefix"] as const;

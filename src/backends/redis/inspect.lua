@@ -19,7 +19,7 @@
   now is the server's clock (TIME) in epoch ms; every number is an integer below 2^53. A name
   marks each field, so a stored empty result ('') is told from none.
 
-  Uses now_ms() from prelude.lua, which index.ts prepends.
+  Uses now_ms() from prelude.lua, which scripts.ts prepends.
 ]]
 
 local key = KEYS[1]
@@ -31,6 +31,7 @@ if not r[1] then
   return {now}
 end
 local reply = {now, r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4])}
-if r[5] then table.insert(reply, 'fingerprint'); table.insert(reply, r[5]) end
-if r[6] then table.insert(reply, 'result'); table.insert(reply, r[6]) end
+local n = 5
+if r[5] then reply[n + 1] = 'fingerprint'; reply[n + 2] = r[5]; n = n + 2 end
+if r[6] then reply[n + 1] = 'result'; reply[n + 2] = r[6] end
 return reply

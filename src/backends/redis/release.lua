@@ -18,17 +18,16 @@
     1  released
     0  no-op: no record, a stale fence, a done record, or a record past its expiry
 
-  Uses now_ms(), fenced_state() and end_lease() from prelude.lua, which index.ts prepends.
+  Uses now_ms(), fenced_state() and end_lease() from prelude.lua, which scripts.ts prepends.
 ]]
 
 local key = KEYS[1]
 local fencingId = tonumber(ARGV[1])
-local ttlMs = tonumber(ARGV[2])
 local now = now_ms()
 
 if fenced_state(key, fencingId, now) ~= 'claimed' then
   return 0
 end
 
-end_lease(key, fencingId, now, ttlMs)
+end_lease(key, fencingId, now, ARGV[2])
 return 1

@@ -18,23 +18,21 @@
     1  renewed until now + leaseMs
     0  fenced out: no record, a stale fence, a done record, or expired
 
-  Uses int(), now_ms() and fenced_state() from prelude.lua, which index.ts prepends.
+  Uses now_ms() and fenced_state() from prelude.lua, which scripts.ts prepends.
 ]]
 
 local key = KEYS[1]
 local fencingId = tonumber(ARGV[1])
-local leaseMs = tonumber(ARGV[2])
-local ttlMs = tonumber(ARGV[3])
 local now = now_ms()
 
 if fenced_state(key, fencingId, now) ~= 'claimed' then
   return 0
 end
 
-local leaseExpiresAt = now + leaseMs
-local expiresAt = leaseExpiresAt + ttlMs
+local leaseExpiresAt = now + ARGV[2]
+local expiresAt = leaseExpiresAt + ARGV[3]
 redis.call('HSET', key,
-  'leaseExpiresAt', int(leaseExpiresAt),
-  'expiresAt', int(expiresAt))
-redis.call('PEXPIREAT', key, int(expiresAt))
+  'leaseExpiresAt', leaseExpiresAt,
+  'expiresAt', expiresAt)
+redis.call('PEXPIREAT', key, expiresAt)
 return 1

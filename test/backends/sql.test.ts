@@ -306,6 +306,41 @@ describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
     expect(await perVerb(b, count, FIELDS)).toEqual(counts);
   });
 
+  it("a claim that loses a race after its snapshot writes nothing and answers held from a second statement", async () => {
+    const table = freshTable();
+    const b = new SqlLock({ client: pgPool!, table });
+    await b.ensureSchema();
+    const sent: string[] = [];
+    const counting = {
+      query: (config: { name: string; text: string; values: unknown[] }) => {
+        sent.push(config.name);
+        return pgPool!.query(config);
+      },
+    };
+    const loser = new SqlLock({ client: counting as never, dialect: "postgres", table });
+    // Another transaction inserts a live claim and holds it uncommitted: the loser's snapshot
+    // misses it, its INSERT waits on it, then meets the committed, live row.
+    const rival = await pgPool!.connect();
+    try {
+      await rival.query("BEGIN");
+      await rival.query(
+        `INSERT INTO "${table}" ("key", state, fencing_id, lease_expires_at, expires_at, token)
+         VALUES ('race', 'claimed', 7, 9e15, 9e15, 'rival')`,
+      );
+      const rivalXmin = (await rival.query(`SELECT xmin::text AS x FROM "${table}"`)).rows[0].x;
+      const claiming = loser.claim("race", 60_000);
+      await waitForLockWait(pgPool!);
+      await rival.query("COMMIT");
+      expect(await claiming).toEqual({ status: "held", leaseExpiresAt: 9e15 });
+      // The rival's row version, untouched: the loser neither rewrote nor bumped it.
+      const row = await pgPool!.query(`SELECT fencing_id, token, xmin::text AS x FROM "${table}"`);
+      expect(row.rows).toEqual([{ fencing_id: "7", token: "rival", x: rivalXmin }]);
+    } finally {
+      rival.release();
+    }
+    expect(sent).toHaveLength(2);
+  });
+
   it("works over a single pg Client too, and exposes its DDL", async () => {
     const client = new pg.Client({ connectionString: postgres!.url });
     await client.connect();
@@ -342,6 +377,22 @@ describe.skipIf(!postgres)("SqlLock postgres: round trips and failures", () => {
     );
   });
 });
+
+/**
+ * Until a backend of this database waits on a lock, up to 10 s. Asked on connections of
+ * `pool` outside any transaction: inside one, pg_stat_activity keeps its first snapshot.
+ */
+async function waitForLockWait(pool: pg.Pool): Promise<void> {
+  for (let tries = 0; tries < 1000; tries++) {
+    const { rowCount } = await pool.query(
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+       AND wait_event_type = 'Lock'`,
+    );
+    if ((rowCount ?? 0) > 0) return;
+    await new Promise((done) => setTimeout(done, 10));
+  }
+  throw new Error("no backend came to wait on the lock");
+}
 
 /** Which of the MySQL claim's statements `sql` is, told by a phrase only it contains. */
 function statementName(sql: string): string {

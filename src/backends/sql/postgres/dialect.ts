@@ -84,8 +84,12 @@ export const postgres: Dialect = {
           fingerprint: string | undefined,
         ) {
           const values = [key, leaseMs, ttlMs, token, fingerprint ?? null];
-          // Only a row deleted between the conflict and the update leaves RETURNING empty.
-          return ((await claimOnce(values)) ?? (await claimOnce(values))) as SqlRow | undefined;
+          // No row: the claim lost a race since its snapshot (the row is live now) and wrote
+          // nothing, or the row was deleted between the conflict and the update. Once more,
+          // a new snapshot answers; a third run covers a reclaim racing with that one.
+          return ((await claimOnce(values)) ??
+            (await claimOnce(values)) ??
+            (await claimOnce(values))) as SqlRow | undefined;
         },
         async complete(key: string, fencingId: number, ttlMs: number, result?: string) {
           return (await run("complete", [key, fencingId, ttlMs, result ?? null])).rows.length > 0;

@@ -11,8 +11,9 @@ import { logFailure } from "./delivery-outcome.js";
 import { defaultMessageKey, missingKeyReason } from "./formats/default-keys.js";
 import { readQuietly } from "./formats/fields.js";
 import type { ParsedMessage } from "./formats/parsed-message.js";
+import { type CheckedEnvelope, envelopeMessage } from "./formats/push-envelope.js";
 import { type PushFormat, READ_AS } from "./formats/push-format.js";
-import { readPushRequest } from "./formats/push-request.js";
+import { type PushRead, readPushRequest } from "./formats/push-request.js";
 import { salvagedRef } from "./formats/salvaged-ref.js";
 import {
   buildGateway,
@@ -136,14 +137,16 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
           return;
         }
       }
-      let message: ParsedMessage;
-      let format: PushFormat;
+      let read: PushRead;
       let body: unknown;
       try {
-        // A body a framework already holds is parsed at once; only a stream is awaited.
+        // A body a framework already holds is parsed at once; only a stream is awaited. Every
+        // field is checked here, before the claim; a wrapped push's message is made (its data
+        // decoded, its attributes copied) only when something reads it: the handler, a key
+        // function, a fingerprint.
         body = heldBody(req);
         if (body === UNREAD) body = await readStream(req, limit);
-        ({ message, format } = readPushRequest(req, body));
+        read = readPushRequest(req, body);
       } catch (error) {
         if (error instanceof BodyTooLarge) {
           logger.warn(
@@ -163,17 +166,7 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
         send(res, 400, reason);
         return;
       }
-      const delivery: HttpDelivery<Q, S> = {
-        message,
-        format,
-        req,
-        res,
-        messageId: message.messageId || message.event?.id,
-        subscription: message.subscription,
-        deliveryAttempt: message.deliveryAttempt,
-        startedAt,
-        clientGone: client?.signal,
-      };
+      const delivery = new HttpDelivery(read, req, res, startedAt, client?.signal);
       about = delivery;
       if (client) client.about = delivery;
       const outcome = await deliver(gateway, delivery);
@@ -211,12 +204,41 @@ export function idempotentHttp<Q extends HttpRequestLike, S extends HttpResponse
   };
 }
 
-/** One push as the pipeline sees it. */
-interface HttpDelivery<Q, S> extends Delivery {
-  readonly message: ParsedMessage;
+/**
+ * One push as the pipeline sees it. A wrapped push comes checked but unmade: its key and the
+ * fields of the log lines are read off the checked envelope, and its message is made on first
+ * read, so a duplicate or a held key never decodes the data.
+ */
+class HttpDelivery<Q, S> implements Delivery {
   readonly format: PushFormat;
-  readonly req: Q;
-  readonly res: S;
+  readonly messageId: string | undefined;
+  readonly subscription: string | undefined;
+  readonly deliveryAttempt: number | undefined;
+  /** A wrapped push's checked envelope; undefined for the formats read whole. */
+  readonly envelope: CheckedEnvelope | undefined;
+  private made: ParsedMessage | undefined;
+
+  constructor(
+    read: PushRead,
+    readonly req: Q,
+    readonly res: S,
+    readonly startedAt: number,
+    readonly clientGone: AbortSignal | undefined,
+  ) {
+    this.format = read.format;
+    const fields = read.message ?? read.envelope;
+    this.messageId = fields.messageId || read.message?.event?.id;
+    this.subscription = fields.subscription;
+    this.deliveryAttempt = fields.deliveryAttempt;
+    this.envelope = read.envelope;
+    this.made = read.message;
+  }
+
+  /** The message the handler gets; made once, on first read. */
+  get message(): ParsedMessage {
+    this.made ??= envelopeMessage(this.envelope as CheckedEnvelope);
+    return this.made;
+  }
 }
 
 type PlainHandler = (
@@ -239,14 +261,20 @@ const HTTP: SurfaceSpec<HttpDelivery<HttpRequestLike, HttpResponseLike>, PushReq
   signalAt: 3,
   transactionSignalAt: 3,
   keyInput: (d) => ({ message: d.message, req: d.req }),
-  defaultKey: (d) => defaultMessageKey(d.message),
+  // A wrapped push's key is its messageId, checked non-empty: no message made for it.
+  defaultKey: (d) =>
+    d.envelope !== undefined ? d.envelope.messageId : defaultMessageKey(d.message),
   noDefaultKey: (d) => missingKeyReason(d.message, d.format),
   readAs: (d) => READ_AS[d.format],
   payload: (d) => d.message,
   traceparents: (d) => [
     readQuietly(d.req.headers, "traceparent"),
-    readQuietly(d.message.attributes, PUBSUB_TRACEPARENT_ATTRIBUTE),
-    readQuietly(d.message.event?.extensions, "traceparent"),
+    readQuietly(
+      d.envelope !== undefined ? d.envelope.attributes : d.message.attributes,
+      PUBSUB_TRACEPARENT_ATTRIBUTE,
+    ),
+    // A wrapped push is no CloudEvent: only the formats read whole carry an event.
+    readQuietly(d.envelope !== undefined ? undefined : d.message.event?.extensions, "traceparent"),
   ],
   call: (handler, d, signal) => (handler as PlainHandler)(d.message, d.req, d.res, signal),
   callInTransaction: (handler, d, tx, signal) =>

@@ -211,6 +211,64 @@ function malformedBodies(): [string, string, string][] {
 }
 
 describe("idempotentHttp details", () => {
+  it("refuses a copy of a completed push that is malformed where its key does not look", async () => {
+    const logger = captureLogger();
+    const seen: unknown[] = [];
+    const fn = idempotentHttp({ backend: new InMemoryLock(), logger }, (message) => {
+      seen.push({
+        text: message.text(),
+        attributes: { ...message.attributes },
+        publishTime: message.publishTime,
+        orderingKey: message.orderingKey,
+        deliveryAttempt: message.deliveryAttempt,
+        subscription: message.subscription,
+        frozen: Object.isFrozen(message) && Object.isFrozen(message.attributes),
+      });
+    });
+    const s = await listen(createServer((req, res) => void fn(req, res)));
+    closers.push(s.close);
+    const publishTime = "2026-12-06T07:00:00.123456789+01:00";
+    const good = pushBody("hello", {
+      messageId: "done-1",
+      attributes: { orderId: "4711" },
+      publishTime,
+      orderingKey: "customer-9",
+      deliveryAttempt: 2,
+    });
+    expect((await post(s.url, good)).status).toBe(204);
+    expect(seen).toEqual([
+      {
+        text: "hello",
+        attributes: { orderId: "4711" },
+        publishTime,
+        orderingKey: "customer-9",
+        deliveryAttempt: 2,
+        subscription: good.subscription,
+        frozen: true,
+      },
+    ]);
+    // The key is done: a well-formed copy is a duplicate (204), a malformed one is still a 400
+    // with its reason, as it would be before any claim.
+    expect((await post(s.url, good)).status).toBe(204);
+    const copies: Array<[Record<string, unknown>, RegExp]> = [
+      [{ data: "not base64!" }, /message\.data is not valid base64/],
+      [{ data: 7 }, /message\.data must be a base64 string/],
+      [{ attributes: { orderId: 4711 } }, /message\.attributes\["orderId"\] must be a string/],
+      [{ publishTime: "yesterday" }, /message\.publishTime is not a timestamp/],
+      [{ orderingKey: 9 }, /message\.orderingKey must be a string/],
+    ];
+    for (const [change, reason] of copies) {
+      const copy = { ...good, message: { ...good.message, ...change } };
+      const answer = await post(s.url, copy);
+      expect(answer.status).toBe(400);
+      expect(answer.text).toMatch(reason);
+    }
+    for (const change of [{ deliveryAttempt: -1 }, { subscription: 5 }]) {
+      expect((await post(s.url, { ...good, ...change })).status).toBe(400);
+    }
+    expect(seen).toHaveLength(1);
+  });
+
   it("reads an unparsed body up to the limit and answers 413 beyond it", async () => {
     const logger = captureLogger();
     let calls = 0;

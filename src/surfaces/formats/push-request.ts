@@ -12,7 +12,7 @@ import { fail, isObject, MALFORMED_PREFIX, shown } from "./fields.js";
 import { binaryCloudEvent, structuredCloudEvent } from "./http-cloud-event.js";
 import type { ParsedMessage } from "./parsed-message.js";
 import { jsonBody } from "./push-body.js";
-import { fromEnvelopeObject } from "./push-envelope.js";
+import { type CheckedEnvelope, checkEnvelope, envelopeMessage } from "./push-envelope.js";
 import { FORMAT_LABEL, type PushFormat } from "./push-format.js";
 import {
   declaredJson,
@@ -51,18 +51,26 @@ import { unwrappedWithMetadata, unwrappedWithoutMetadata } from "./unwrapped-pus
  * ```
  */
 export function parsePushRequest(request: PushRequestHeaders, body: unknown): ParsedMessage {
-  return readPushRequest(request, body).message;
+  const read = readPushRequest(request, body);
+  return read.message !== undefined ? read.message : envelopeMessage(read.envelope);
 }
 
 /**
- * {@link parsePushRequest} with the format it read the request as. A malformed request
- * throws {@link MalformedMessage} whose reason starts by naming the format it was read as
- * (`malformed Pub/Sub push envelope: message.messageId is missing`).
+ * A push request as read before its claim, every field checked: a wrapped push's envelope
+ * not yet made into its message (its data not decoded, its attributes not copied: that
+ * waits for a handler that runs), any other format's message made.
  */
-export function readPushRequest(
-  request: PushRequestHeaders,
-  body: unknown,
-): { message: ParsedMessage; format: PushFormat } {
+export type PushRead =
+  | { readonly format: PushFormat; readonly envelope: CheckedEnvelope; readonly message?: never }
+  | { readonly format: PushFormat; readonly envelope?: never; readonly message: ParsedMessage };
+
+/**
+ * {@link parsePushRequest} with the format it read the request as, a wrapped push left as
+ * its checked envelope. A malformed request throws {@link MalformedMessage} whose reason
+ * starts by naming the format it was read as (`malformed Pub/Sub push envelope:
+ * message.messageId is missing`): the same reasons as parsePushRequest, all before the claim.
+ */
+export function readPushRequest(request: PushRequestHeaders, body: unknown): PushRead {
   let format: PushFormat = "request";
   try {
     if (!isObject(request)) fail(`the request is ${shown(request)}`);
@@ -96,7 +104,7 @@ export function readPushRequest(
     const json = jsonBody(body, declaredJson(media) ? media : undefined);
     if (json !== undefined && Object.hasOwn(json, "message")) {
       format = "envelope";
-      return { message: fromEnvelopeObject(json, ""), format };
+      return { envelope: checkEnvelope(json, ""), format };
     }
     format = "unwrapped";
     return { message: unwrappedWithoutMetadata(body), format };

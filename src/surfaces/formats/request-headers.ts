@@ -50,13 +50,16 @@ export const EMULATOR_ORDERING_KEY = "x-goog-ordering-key";
 
 /** The headers the push formats read, by lower-case name, with every value each came with. */
 export class RequestHeaders {
-  private readonly values = new Map<string, string[]>();
+  /** Made on the first header read: most of a request's headers are not. */
+  private values: Map<string, string[]> | undefined;
 
   constructor(request: PushRequestHeaders) {
     const { headers, headersDistinct } = request;
     if (headers !== undefined && headers !== null) {
       if (typeof headers !== "object") fail(`the request headers are ${shown(headers)}`);
-      for (const name of Object.keys(headers)) this.add(name, headers[name]);
+      for (const name of Object.keys(headers)) {
+        if (mayBeRead(name)) this.add(name, headers[name]);
+      }
     }
     // node:http joins a repeated header into one "a, b" value; headersDistinct keeps each.
     if (
@@ -65,9 +68,11 @@ export class RequestHeaders {
       typeof headersDistinct === "object"
     ) {
       for (const name of Object.keys(headersDistinct)) {
+        if (!mayBeRead(name)) continue;
         const lower = name.toLowerCase();
         const all = headersDistinct[name];
         if (!isRead(lower) || !Array.isArray(all) || all.length < 2) continue;
+        this.values ??= new Map();
         this.values.set(
           lower,
           all.map((value) => headerText(lower, value)),
@@ -80,6 +85,7 @@ export class RequestHeaders {
     const lower = name.toLowerCase();
     if (!isRead(lower) || value === undefined) return;
     const list = Array.isArray(value) ? value : [value];
+    this.values ??= new Map();
     const seen = this.values.get(lower) ?? [];
     for (const one of list) seen.push(headerText(lower, one));
     this.values.set(lower, seen);
@@ -87,20 +93,31 @@ export class RequestHeaders {
 
   /** The one value of a header; undefined when absent; a reason when it came more than once. */
   one(name: string): string | undefined {
-    const all = this.values.get(name);
+    const all = this.values?.get(name);
     if (all === undefined || all.length === 0) return undefined;
     if (all.length > 1) fail(`the ${name} header is sent ${all.length} times`);
     return all[0];
   }
 
   has(name: string): boolean {
-    return (this.values.get(name)?.length ?? 0) > 0;
+    return (this.values?.get(name)?.length ?? 0) > 0;
   }
 
   /** The names read that start with `prefix` and came with a value. */
   named(prefix: string): string[] {
+    if (this.values === undefined) return [];
     return [...this.values.keys()].filter((name) => name.startsWith(prefix) && this.has(name));
   }
+}
+
+/**
+ * Whether a header name, in any case, can be one {@link isRead} keeps: every one starts with
+ * `c` or `x`. Most of a request's headers (host, user-agent, authorization, traceparent, …)
+ * are passed over on their first character, without a lower-case copy of the name.
+ */
+function mayBeRead(name: string): boolean {
+  const first = name.charCodeAt(0) | 0x20;
+  return first === 0x63 || first === 0x78;
 }
 
 /** The headers some format reads; no other is copied (attributes are read off `headers`). */
@@ -134,7 +151,9 @@ export function headerText(name: string, value: unknown): string {
 
 /** The media type of a content-type value, lower case, without parameters. */
 export function mediaType(contentType: string | undefined): string | undefined {
-  return contentType?.split(";", 1)[0]?.trim().toLowerCase();
+  if (contentType === undefined) return undefined;
+  const end = contentType.indexOf(";");
+  return (end === -1 ? contentType : contentType.slice(0, end)).trim().toLowerCase();
 }
 
 /** Whether a media type declares a JSON body (`application/json`, `text/json`, `…+json`). */

@@ -145,7 +145,18 @@ describe("the envelope parser", () => {
 
 describe("publishTime: the timestamp rule", () => {
   const pad = (n: number, width: number) => String(n).padStart(width, "0");
-  // RFC 3339 UTC as Pub/Sub writes it, over the whole range the fast pattern admits.
+  // RFC 3339 as Pub/Sub writes it (UTC), or with an offset, over the whole range the fast
+  // pattern admits.
+  const offset = fc.oneof(
+    fc.constant("Z"),
+    fc
+      .record({
+        sign: fc.constantFrom("+", "-"),
+        hour: fc.integer({ min: 0, max: 23 }),
+        minute: fc.integer({ min: 0, max: 59 }),
+      })
+      .map((o) => `${o.sign}${pad(o.hour, 2)}:${pad(o.minute, 2)}`),
+  );
   const pubsubTime = fc
     .record({
       year: fc.integer({ min: 0, max: 9999 }),
@@ -155,10 +166,11 @@ describe("publishTime: the timestamp rule", () => {
       minute: fc.integer({ min: 0, max: 59 }),
       second: fc.integer({ min: 0, max: 59 }),
       fraction: fc.option(fc.stringMatching(/^\d{1,9}$/), { nil: undefined }),
+      zone: offset,
     })
     .map(
       (t) =>
-        `${pad(t.year, 4)}-${pad(t.month, 2)}-${pad(t.day, 2)}T${pad(t.hour, 2)}:${pad(t.minute, 2)}:${pad(t.second, 2)}${t.fraction === undefined ? "" : `.${t.fraction}`}Z`,
+        `${pad(t.year, 4)}-${pad(t.month, 2)}-${pad(t.day, 2)}T${pad(t.hour, 2)}:${pad(t.minute, 2)}:${pad(t.second, 2)}${t.fraction === undefined ? "" : `.${t.fraction}`}${t.zone}`,
     );
 
   it("accepts exactly what Date.parse accepts, for Pub/Sub's form and for any text", () => {
@@ -174,7 +186,13 @@ describe("publishTime: the timestamp rule", () => {
       ),
       { numRuns: 2_000 },
     );
-    for (const text of ["2026-12-03T23:59:60Z", "2026-13-01T00:00:00Z", "2026-12-03T18:53:25.Z"]) {
+    for (const text of [
+      "2026-12-03T23:59:60Z",
+      "2026-13-01T00:00:00Z",
+      "2026-12-03T18:53:25.Z",
+      "2026-12-03T18:53:25+24:00",
+      "2026-12-03T18:53:25+00:60",
+    ]) {
       expect(isTimestamp(text)).toBe(false);
       expect(() => parsePushBody({ message: { messageId: "1", publishTime: text } })).toThrow(
         /publishTime is not a timestamp/,

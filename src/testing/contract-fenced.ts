@@ -4,7 +4,7 @@ import { expect } from "./expect.js";
 
 /** Register these cases of the backend contract. */
 export function describeFencedCases(c: ContractContext): void {
-  const { describe, freshKey, advance, withBackend, withShortTtl, target } = c;
+  const { describe, freshKey, advance, withBackend } = c;
   describe("complete", () => {
     withBackend("fence matches → true, and the key is done", async (b) => {
       const key = freshKey("complete");

@@ -3,7 +3,7 @@ import { expect } from "./expect.js";
 
 /** Register these cases of the backend contract. */
 export function describeOperatorCases(c: ContractContext): void {
-  const { describe, freshKey, advance, withBackend, withShortTtl, target } = c;
+  const { describe, freshKey, withBackend } = c;
   describe("operator calls: inspect and forceRelease (when the backend has them)", () => {
     withBackend(
       "inspect: an absent key → undefined",

@@ -6,7 +6,7 @@ import { expect } from "./expect.js";
 
 /** Register these cases of the backend contract. */
 export function describeScenarioCases(c: ContractContext): void {
-  const { describe, freshKey, advance, withBackend, withShortTtl, target } = c;
+  const { describe, freshKey, withBackend, target } = c;
   describe("scenarios", () => {
     withBackend("the fence only rises while the record exists", async (b) => {
       const key = freshKey("rising");

@@ -63,10 +63,18 @@ describe("once()", () => {
     let runs = 0;
     const big = "x".repeat(5_000);
     const options = { backend, logger: silentLogger, maxResultBytes: 1_000 };
-    expect(await once("k", options, async () => (runs++, big))).toBe(big);
-    await expect(once("k", options, async () => (runs++, "y"))).rejects.toThrow(
-      /over the limit of 1000/,
-    );
+    expect(
+      await once("k", options, async () => {
+        runs++;
+        return big;
+      }),
+    ).toBe(big);
+    await expect(
+      once("k", options, async () => {
+        runs++;
+        return "y";
+      }),
+    ).rejects.toThrow(/over the limit of 1000/);
     expect(runs).toBe(1);
   });
 
@@ -115,7 +123,10 @@ describe("once()", () => {
     const inner = fresh();
     let claims = 0;
     const backend: LockBackend = {
-      claim: (k, l) => (claims++, inner.claim(k, l)),
+      claim: (k, l) => {
+        claims++;
+        return inner.claim(k, l);
+      },
       complete: (c) => inner.complete(c),
       release: (c) => inner.release(c),
     };

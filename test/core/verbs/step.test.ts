@@ -101,6 +101,7 @@ describe("step()", () => {
       await step("email", async () => 2);
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidConfiguration);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the message suggests a template literal
     expect((error as Error).message).toContain("email:${i}");
     // The lock released (the body threw): the redelivery replays the first "email".
     const calls: number[] = [];

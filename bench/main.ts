@@ -23,7 +23,7 @@
  * once() duplicate (a 1,002-byte and a 102-byte result replayed) against a lock() duplicate on
  * InMemoryLock, Redis and PostgreSQL, with the decode of each result alone (bench/once.ts), a
  * section and a target of the report. `rpc` counts each path's gRPC calls on the Datastore,
- * Firestore and Spanner emulators (bench/rpc-counts.ts; docs/benchmarks/rpc-counts.md).
+ * Firestore and Spanner emulators (bench/rpc-counts.ts), reported in BENCHMARKS.md.
  *
  *   npm run bench -- --only gateway --against <git-ref> [--quick] [--out FILE.md]
  *
@@ -53,7 +53,7 @@ import { onceBench } from "./once.js";
 import { onceSection } from "./once-report.js";
 import { provenanceLine, readProvenance } from "./provenance.js";
 import { type RunResult, renderMarkdown } from "./report.js";
-import { countStore, rpcCountsMarkdown, STORES, type StoreCounts } from "./rpc-counts.js";
+import { countStore, STORES, type StoreCounts } from "./rpc-counts.js";
 import {
   fmtMs,
   fmtRate,
@@ -325,8 +325,7 @@ async function measure(pass: number): Promise<RunResult> {
     progress("rpc: gRPC calls of each path on the Datastore, Firestore and Spanner emulators");
     const counts = {} as Record<(typeof STORES)[number], StoreCounts>;
     for (const store of STORES) counts[store] = await countStore(store);
-    const markdown = `# Round trips per path\n\n${provenanceText}\n\nCommand: \`${command}\`. Each path run once after a warm-up, its gRPC calls counted on the wire between the client and the emulator (bench/rpc-counts.ts).\n\n${rpcCountsMarkdown(counts)}\n`;
-    writeSideReport("rpc-counts.md", markdown);
+    run.rpc = counts;
   }
 
   for (const [index, bench] of backends.entries()) {

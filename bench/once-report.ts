@@ -35,6 +35,12 @@ export interface OnceCell {
   /** once() duplicates replaying the small result (about 100 bytes). */
   onceSmall: Result;
   lock: Result;
+  /** lock() duplicates with `fingerprint` on (compared with the done record's). */
+  lockFingerprint: Result;
+  /** lock() first deliveries, an empty body. */
+  lockFirst: Result;
+  /** The same with `steps: true`, the body calling no step. */
+  stepsFirst: Result;
 }
 
 /** Which once() contender of a cell: the large result's or the small one's. */
@@ -208,7 +214,7 @@ export function onceSection(run: OnceRun): string[] {
       );
     }
   }
-  lines.push("", ...decodeLines(run), "");
+  lines.push("", ...optInLines(run), "", ...decodeLines(run), "");
   for (const store of run.stores.filter((x) => x.versions)) {
     lines.push(`- ${store.title}: ${store.versions}.`);
   }
@@ -244,4 +250,32 @@ function decodeLines(run: OnceRun): string[] {
       ? `Beside it, the client CPU µs per operation once() adds over lock() at ${ONCE_TARGET_IN_FLIGHT} in flight (medians, once(${large}) and once(${small})): ${gaps.join("; ")}.`
       : `No store measured at ${ONCE_TARGET_IN_FLIGHT} in flight to set the decode beside.`,
   ];
+}
+
+/** a ÷ b in time per operation, round by round: b's ops/s ÷ a's. */
+const slower = (a: Result, b: Result): Spread | undefined =>
+  spread(pairedRatios(b.rounds, a.rounds));
+
+/**
+ * What the opt-ins cost beside the plain verb, in the same interleaved rounds: `fingerprint` on
+ * a duplicate (the stored fingerprint read back and compared), and `steps: true` on a first
+ * delivery whose body calls no step. Shown, not judged: the issue set no bound.
+ */
+function optInLines(run: OnceRun): string[] {
+  const lines = [
+    "**Opt-ins beside the plain verb.** In the same rounds: a `lock()` duplicate with `fingerprint` on (the done answer carries the stored fingerprint, compared before `Duplicate` rejects) against one without, and a first delivery through `lock()` with `steps: true` and a body that calls no step against one without (a new key each, claim → empty body → complete). Each ratio is time per operation, round by round, median [min–max]; CPU µs per operation, medians.",
+    "",
+    "| store | in flight | duplicate ops/s, fingerprint / none | fingerprint ÷ none, time/op | client CPU µs/op | first delivery ops/s, steps / none | steps ÷ none, time/op | client CPU µs/op | server CPU µs/op |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+  ];
+  const pair = (a: Result, b: Result, which: "clientCpu" | "serverCpu") =>
+    a[which] === undefined ? "" : `${us(median(a[which]))} / ${us(median(b[which]))}`;
+  for (const store of run.stores) {
+    for (const c of store.cells) {
+      lines.push(
+        `| ${store.title} | ${c.inFlight} | ${fmtRate(c.lockFingerprint.opsPerSec)} / ${fmtRate(c.lock.opsPerSec)} | ${orBlank(slower(c.lockFingerprint, c.lock))} | ${pair(c.lockFingerprint, c.lock, "clientCpu")} | ${fmtRate(c.stepsFirst.opsPerSec)} / ${fmtRate(c.lockFirst.opsPerSec)} | ${orBlank(slower(c.stepsFirst, c.lockFirst))} | ${pair(c.stepsFirst, c.lockFirst, "clientCpu")} | ${pair(c.stepsFirst, c.lockFirst, "serverCpu")} |`,
+      );
+    }
+  }
+  return lines;
 }

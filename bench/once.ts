@@ -6,6 +6,11 @@
  *               the claim's done answer carries the result, which is decoded and resolved
  *   onceSmall — the same with a result of about 100 bytes (an order id and a charge id)
  *   lock      — `lock(key)` of a key done by `lock()`: the claim answers done, `Duplicate` rejects
+ *   lockFingerprint — the same with `fingerprint` on: the done answer carries the stored
+ *               fingerprint, compared before `Duplicate` rejects
+ *   lockFirst — a first delivery through `lock()` (claim, empty body, complete), a new key each
+ *   stepsFirst — the same with `steps: true` and a body that calls no step: what the opt-in
+ *               costs a service that never uses it
  *
  * Each cycles over `settings.dupKeys` done keys of its own, seeded through the verbs
  * themselves; a once() duplicate that runs its body or resolves to another key's result stops
@@ -52,7 +57,16 @@ const KEY = {
   once: (i: number, settings: Settings) => `once:dup:${i % settings.dupKeys}`,
   onceSmall: (i: number, settings: Settings) => `once-small:dup:${i % settings.dupKeys}`,
   lock: (i: number, settings: Settings) => `lock:dup:${i % settings.dupKeys}`,
+  lockFingerprint: (i: number, settings: Settings) => `lock-fp:dup:${i % settings.dupKeys}`,
 };
+
+/** The fingerprint the lockFingerprint keys were done with, and every duplicate gives. */
+const FINGERPRINT = "po=4711;total=99.00;currency=EUR";
+
+/** A new key per first delivery, across rounds and cells alike. */
+let firstDeliveries = 0;
+const firstKey = (kind: string) => `${kind}:first:${RUN_ID}:${firstDeliveries++}`;
+const emptyBody = async () => {};
 
 const neverRuns = (): never => {
   throw new Error("bench sanity check failed: a duplicate ran its body");
@@ -94,6 +108,20 @@ function contenders(backend: LockBackend, settings: Settings): Array<readonly [s
       },
     ],
     ["lock", (i) => expectRejection(lock(KEY.lock(i, settings), options, neverRuns), Duplicate)],
+    [
+      "lockFingerprint",
+      (i) =>
+        expectRejection(
+          lock(
+            KEY.lockFingerprint(i, settings),
+            { ...options, fingerprint: FINGERPRINT },
+            neverRuns,
+          ),
+          Duplicate,
+        ),
+    ],
+    ["lockFirst", () => lock(firstKey("lock"), options, emptyBody)],
+    ["stepsFirst", () => lock(firstKey("steps"), { ...options, steps: true }, emptyBody)],
   ];
 }
 
@@ -119,6 +147,11 @@ async function seed(backend: LockBackend, settings: Settings): Promise<void> {
       once(KEY.once(i, settings), options, () => resultFor(i)),
       once(KEY.onceSmall(i, settings), options, () => smallResultFor(i)),
       lock(KEY.lock(i, settings), options, () => undefined),
+      lock(
+        KEY.lockFingerprint(i, settings),
+        { ...options, fingerprint: FINGERPRINT },
+        () => undefined,
+      ),
     );
     if (pending.length >= 30) await settle();
   }
@@ -132,6 +165,10 @@ async function seed(backend: LockBackend, settings: Settings): Promise<void> {
     "a seeded small once() key replays its result",
   );
   await expectRejection(lock(KEY.lock(1, settings), options, neverRuns), Duplicate);
+  await expectRejection(
+    lock(KEY.lockFingerprint(1, settings), { ...options, fingerprint: FINGERPRINT }, neverRuns),
+    Duplicate,
+  );
 }
 
 interface Store {
@@ -279,6 +316,9 @@ export async function onceBench(
             once: results.get("once")!,
             onceSmall: results.get("onceSmall")!,
             lock: results.get("lock")!,
+            lockFingerprint: results.get("lockFingerprint")!,
+            lockFirst: results.get("lockFirst")!,
+            stepsFirst: results.get("stepsFirst")!,
           };
           result.cells.push(cell);
           const per = (r: Result) => (cell.lock.opsPerSec / r.opsPerSec).toFixed(2);

@@ -77,6 +77,10 @@ export async function countStore(store: StoreName): Promise<StoreCounts> {
   let emulator: Emulator | undefined;
   let counter: Awaited<ReturnType<typeof startRpcCounter>> | undefined;
   const closers: (() => Promise<unknown> | unknown)[] = [];
+  // The client finds the counter through this variable; left set, it would send the bench's
+  // later emulated cells to a counter that is gone ("is set but nothing answers there").
+  const variable = `${store.toUpperCase()}_EMULATOR_HOST`;
+  const before = process.env[variable];
   try {
     if (store === "spanner") {
       emulator = await startSpannerEmulator();
@@ -105,6 +109,8 @@ export async function countStore(store: StoreName): Promise<StoreCounts> {
     for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
     await counter?.close();
     await emulator?.stop();
+    if (before === undefined) delete process.env[variable];
+    else process.env[variable] = before;
   }
 }
 

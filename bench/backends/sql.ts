@@ -6,7 +6,8 @@
  *              record and inserts one only when there is none (PostgreSQL: one statement,
  *              a CTE that SELECTs the row then INSERTs … ON CONFLICT DO NOTHING; MariaDB and
  *              SQLite: a SELECT, then INSERT when no row was found, as SqlLock's peek does);
- *              complete / release an UPDATE;
+ *              complete an UPDATE; release an UPDATE that raises the fence and rewrites
+ *              the lease and expiry, as a release must (so it writes every cycle);
  *   row-lock — the classic claim design: BEGIN; SELECT … FOR UPDATE; INSERT or UPDATE;
  *              COMMIT (BEGIN IMMEDIATE on SQLite), then the complete UPDATE.
  * PostgreSQL statements are named prepared statements; mysql2 uses execute() (prepared).
@@ -47,10 +48,15 @@ interface FloorStatements {
   claim(key: string): Promise<string | undefined>;
   /** A SELECT of the row by key, where SqlLock reads before it writes (MySQL, SQLite). */
   select?(key: string): Promise<string | undefined>;
-  /** An UPDATE of the row by key (complete / release). */
+  /** An UPDATE of a first delivery's row by key: the complete. */
   update(key: string): Promise<unknown>;
   /** An upsert that bumps the fence: the reclaim of a mutex cycle. */
   bump(key: string): Promise<unknown>;
+  /**
+   * An UPDATE by key that writes what a release must (the fence + 1, the lease's end, the
+   * record's expiry): the release of a mutex cycle. Resolves to the rows it changed.
+   */
+  release(key: string): Promise<number>;
 }
 
 /** A SELECT then, when no row was found, an INSERT: the claim of a dialect that reads first. */
@@ -84,7 +90,9 @@ function sqlFloor(name: string, settings: Settings, s: FloorStatements): Contend
         const key = KEYS.mutex(name, w);
         await s.select?.(key);
         await s.bump(key);
-        await s.update(key);
+        // `update` matches fence 1 only: from the second cycle on it would change nothing
+        // and commit without a write, which no release of ours may do.
+        check((await s.release(key)) === 1, "floor release changes the row");
       },
     },
   };
@@ -148,6 +156,8 @@ function rowLockContender(name: string, settings: Settings, store: RowLockStore)
 
 /** The values of a freshly claimed row, by the client's clock (the designs compared use it). */
 const claimedRow = (now: number) => [now + LEASE_MS, now + LEASE_MS + TTL_MS, "t"] as const;
+/** The key and values of a released row: the lease ends now, the record expires a ttl later. */
+const released = (key: string, now = Date.now()) => [key, now, now + TTL_MS] as const;
 
 // ------------------------------------------------------------------ PostgreSQL
 
@@ -169,6 +179,8 @@ const PG_SQL = {
     UNION ALL
     SELECT state, true AS inserted FROM inserted`,
   update: `UPDATE ${TABLE} SET state = 'done', expires_at = $2 WHERE "key" = $1 AND fencing_id = 1`,
+  release: `UPDATE ${TABLE} SET fencing_id = fencing_id + 1, lease_expires_at = $2, expires_at = $3
+    WHERE "key" = $1`,
   bump: `INSERT INTO ${TABLE} AS r (${SCHEMA_COLUMNS}) VALUES ($1, 'claimed', 1, $2, $3, $4)
     ON CONFLICT ("key") DO UPDATE SET fencing_id = r.fencing_id + 1`,
   select: `SELECT state, fencing_id, lease_expires_at, expires_at FROM ${TABLE}
@@ -195,6 +207,7 @@ function pgContenders(pool: pg.Pool, settings: Settings): Contender[] {
     },
     update: (key) => pgq(pool, "update", [key, Date.now() + TTL_MS]),
     bump: (key) => pgq(pool, "bump", fresh(key)),
+    release: async (key) => (await pgq(pool, "release", [...released(key)])).rowCount ?? 0,
   };
   const rowLock: RowLockStore = {
     async transaction(fn) {
@@ -271,7 +284,7 @@ export const postgresBench: BackendBench = {
     return {
       versions: `PostgreSQL ${db.version}; pg ${version("pg")}; a pg Pool with max = in flight`,
       floorNote:
-        "a claim is one statement that reads the record and inserts a claimed one only when there is none (a CTE: SELECT, then INSERT … ON CONFLICT DO NOTHING, returning the row either way; SqlLock's shape without its liveness test or DO UPDATE arm), + one UPDATE for a first delivery; a mutex cycle is an upsert + an UPDATE; all named prepared statements",
+        "a claim is one statement that reads the record and inserts a claimed one only when there is none (a CTE: SELECT, then INSERT … ON CONFLICT DO NOTHING, returning the row either way; SqlLock's shape without its liveness test or DO UPDATE arm), + one UPDATE for a first delivery; a mutex cycle is an upsert + an UPDATE that releases (fence + 1, lease and expiry rewritten); all named prepared statements",
       async open(concurrency) {
         const pool = new pg.Pool({ connectionString: db.url, max: concurrency });
         pool.on("error", () => {});
@@ -292,6 +305,8 @@ const MY_SQL = {
   insert: `INSERT IGNORE INTO ${TABLE} (${MY_COLUMNS}) VALUES (?, 'claimed', 1, ?, ?, ?)`,
   select: `SELECT state, fencing_id, lease_expires_at, expires_at FROM ${TABLE} WHERE \`key\` = ?`,
   update: `UPDATE ${TABLE} SET state = 'done', expires_at = ? WHERE \`key\` = ? AND fencing_id = 1`,
+  release: `UPDATE ${TABLE} SET fencing_id = fencing_id + 1, lease_expires_at = ?, expires_at = ?
+    WHERE \`key\` = ?`,
   bump: `INSERT INTO ${TABLE} (${MY_COLUMNS}) VALUES (?, 'claimed', 1, ?, ?, ?)
     ON DUPLICATE KEY UPDATE fencing_id = fencing_id + 1`,
   lockSelect: `SELECT state, fencing_id, lease_expires_at, expires_at FROM ${TABLE}
@@ -312,6 +327,10 @@ function myContenders(pool: mysql.Pool, settings: Settings): Contender[] {
     select,
     update: (key) => pool.execute(MY_SQL.update, [Date.now() + TTL_MS, key]),
     bump: (key) => pool.execute(MY_SQL.bump, fresh(key)),
+    release: async (key) => {
+      const [, now, expires] = released(key);
+      return affected((await pool.execute(MY_SQL.release, [now, expires, key]))[0]);
+    },
   };
   const rowLock: RowLockStore = {
     async transaction(fn) {
@@ -384,7 +403,7 @@ export const mariadbBench: BackendBench = {
       return {
         versions: `MariaDB ${serverVersion}; mysql2 ${version("mysql2")}; a mysql2/promise pool with connectionLimit = in flight`,
         floorNote:
-          "as many statements as SqlLock sends: a SELECT per claim, + INSERT IGNORE when no row was found (SqlLock's read, then its write), + one UPDATE for a first delivery; a mutex cycle is a SELECT + an upsert + an UPDATE",
+          "as many statements as SqlLock sends: a SELECT per claim, + INSERT IGNORE when no row was found (SqlLock's read, then its write), + one UPDATE for a first delivery; a mutex cycle is a SELECT + an upsert + an UPDATE that releases (fence + 1, lease and expiry rewritten)",
         async open(concurrency) {
           const pool = poolOf(concurrency);
           return { contenders: myContenders(pool, settings), close: () => pool.end() };
@@ -427,6 +446,7 @@ export const sqliteBench: BackendBench = {
         insert: db.prepare(sql.insert),
         update: db.prepare(sql.update),
         bump: db.prepare(sql.bump),
+        release: db.prepare(sql.release),
         select: db.prepare(sql.select),
         reclaim: db.prepare(sql.reclaim),
         // SQLite has no FOR UPDATE: BEGIN IMMEDIATE takes the write lock up front instead.
@@ -446,6 +466,7 @@ export const sqliteBench: BackendBench = {
         select,
         update: async (key) => st.update.run(p(key, Date.now() + TTL_MS)),
         bump: async (key) => st.bump.run(p(...fresh(key))),
+        release: async (key) => st.release.run(p(...released(key))).changes,
       };
       const rowLock: RowLockStore = {
         // One connection: a second BEGIN while another worker's transaction awaits would
@@ -488,7 +509,7 @@ export const sqliteBench: BackendBench = {
       return {
         versions: `SQLite ${sqliteVersion}; better-sqlite3 ${version("better-sqlite3")}; one connection, WAL file in a temp dir`,
         floorNote:
-          "a SELECT of the record per claim (SqlLock's peek), + INSERT … ON CONFLICT DO NOTHING when no row was found, + one UPDATE for a first delivery; a mutex cycle is a SELECT + an upsert + an UPDATE; prepared once",
+          "a SELECT of the record per claim (SqlLock's peek), + INSERT … ON CONFLICT DO NOTHING when no row was found, + one UPDATE for a first delivery; a mutex cycle is a SELECT + an upsert + an UPDATE that releases (fence + 1, lease and expiry rewritten); prepared once",
         open: async () => ({ contenders, close: async () => {} }),
         stop,
       };

@@ -19,6 +19,15 @@ export const BOUNDS = {
   /** Heap after gc: at most 10 % above the warm-up level, plus 4 MiB. */
   heapFactor: 1.1,
   heapSlackMiB: 4,
+  /**
+   * Heap growth per push, in each half of the readings after the warm-up: the median of the
+   * slopes between every two readings of the half (Theil–Sen: a noisy reading moves it
+   * little). A leak grows in both halves; V8 settling in one step (code, a table that doubles)
+   * raises one half only, and passes. In the CI form, 11 flat runs (quiet, and at a load of
+   * 3) measured 0 to 12 bytes per push in the first half and 0 to 6 in the second; with an
+   * unbounded Map of message ids added (its table doubles in steps), 82 to 91, then 29 to 35.
+   */
+  heapBytesPerPush: 15,
   /** RSS: at most 25 % above the warm-up level, plus 32 MiB (V8 keeps freed pages a while). */
   rssFactor: 1.25,
   rssSlackMiB: 32,
@@ -56,6 +65,20 @@ function median(values: readonly number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
+/** Bytes of heap per push: the median slope between every two readings (Theil–Sen). */
+export function heapGrowthPerPush(readings: readonly Sample[]): number {
+  const slopes: number[] = [];
+  for (let i = 0; i < readings.length; i += 1) {
+    for (let j = i + 1; j < readings.length; j += 1) {
+      const a = readings[i]!;
+      const b = readings[j]!;
+      if (b.pushes > a.pushes) slopes.push(((b.heapMiB - a.heapMiB) * MIB) / (b.pushes - a.pushes));
+    }
+  }
+  return median(slopes);
+}
+
+const MIB = 1024 * 1024;
 const mib = (n: number) => `${n.toFixed(1)} MiB`;
 
 /** Every bound broken, each as one line; empty when the soak passed. */
@@ -84,6 +107,17 @@ export function judge(samples: readonly Sample[], warmUp: number, maxSockets: nu
     (s) => `heap ${mib(s.heapMiB)}`,
     `${mib(heapMax)} (warm-up ${mib(base.heapMiB)} × ${BOUNDS.heapFactor} + ${BOUNDS.heapSlackMiB} MiB)`,
   );
+  const half = Math.ceil(after.length / 2);
+  const halves = [after.slice(0, half), after.slice(half)].filter((h) => h.length >= 2);
+  const growths = halves.map(heapGrowthPerPush);
+  if (halves.length === 2 && growths.every((g) => g > BOUNDS.heapBytesPerPush)) {
+    const first = after[0]!;
+    const last = after.at(-1)!;
+    const [early, late] = growths.map((g) => g.toFixed(0));
+    broken.push(
+      `heap grows ${early} then ${late} bytes per push (${mib(first.heapMiB)} after ${first.pushes} pushes, ${mib(last.heapMiB)} after ${last.pushes}; the median slope between readings, in each half): above ${BOUNDS.heapBytesPerPush} bytes per push in both`,
+    );
+  }
   const rssMax = base.rssMiB * BOUNDS.rssFactor + BOUNDS.rssSlackMiB;
   check(
     (s) => s.rssMiB > rssMax,

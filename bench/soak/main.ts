@@ -166,7 +166,7 @@ async function main(): Promise<number> {
   );
   const base = samples[warmUp - 1];
   console.log(
-    `soak: bounds from the reading after ${base?.pushes} pushes: heap ≤ ×${BOUNDS.heapFactor} + ${BOUNDS.heapSlackMiB} MiB, RSS ≤ ×${BOUNDS.rssFactor} + ${BOUNDS.rssSlackMiB} MiB, handles ≤ +${BOUNDS.handleSlack}, connections ≤ ${MAX_SOCKETS_PER_LANE * concurrency}, late CPU/push ≤ early ×${BOUNDS.cpuFactor}, late p99 ≤ early ×${BOUNDS.p99Factor} + ${BOUNDS.p99SlackMs} ms; handles at the end ${JSON.stringify(samples.at(-1)?.handleTypes)}`,
+    `soak: bounds from the reading after ${base?.pushes} pushes: heap ≤ ×${BOUNDS.heapFactor} + ${BOUNDS.heapSlackMiB} MiB, heap growth ≤ ${BOUNDS.heapBytesPerPush} B/push in a half at least, RSS ≤ ×${BOUNDS.rssFactor} + ${BOUNDS.rssSlackMiB} MiB, handles ≤ +${BOUNDS.handleSlack}, connections ≤ ${MAX_SOCKETS_PER_LANE * concurrency}, late CPU/push ≤ early ×${BOUNDS.cpuFactor}, late p99 ≤ early ×${BOUNDS.p99Factor} + ${BOUNDS.p99SlackMs} ms; handles at the end ${JSON.stringify(samples.at(-1)?.handleTypes)}`,
   );
   if (broken.length === 0) {
     console.log("soak: passed: nothing grew with the deliveries");

@@ -61,6 +61,17 @@ const cell = (
     lock,
     lock.map(() => 10),
   ),
+  // The opt-ins: fingerprint on a duplicate at half lock's rate; steps on a first delivery at
+  // 0.8 of the plain first delivery's.
+  lockFingerprint: result(lock.map((r) => r / 2)),
+  lockFirst: result(
+    lock.map((r) => r / 2),
+    lock.map(() => 30),
+  ),
+  stepsFirst: result(
+    lock.map((r) => (r / 2) * 0.8),
+    lock.map(() => 30),
+  ),
 });
 
 const run = (cells: OnceCell[]): OnceRun => ({
@@ -194,6 +205,11 @@ describe("the report", () => {
     // CPU: client µs/op of the three, each ratio; server the same.
     expect(text).toContain(
       "| redis | 16 | 10000 / 20000 / 10025 | 1.00× [0.95–1.05] | 2.00× [1.90–2.10] | 20.0 / 12.0 / 10.0 | 2.00× | 1.20× |",
+    );
+    // The opt-ins beside the plain verb, each in time per operation.
+    expect(text).toContain("| store | in flight | duplicate ops/s, fingerprint / none |");
+    expect(text).toContain(
+      "| redis | 16 | 50 / 100 | 2.00× | 20050 / 10025 | 40 / 50 | 1.25× | 25063 / 20050 | 30.0 / 30.0 |",
     );
     expect(text).toContain("| 1,002 B | 2.50 [2.40–3.10] | 2.60 [2.50–3.30] | 30,000 |");
     expect(text).toContain("| 102 B | 0.41 [0.40–0.52] | 0.43 [0.42–0.60] | 176,000 |");

@@ -16,7 +16,8 @@ import {
   surfaceCause,
   targets,
 } from "../../bench/report.js";
-import { SETTINGS, type Spread } from "../../bench/runner.js";
+import { type Result, SETTINGS, type Spread } from "../../bench/runner.js";
+import { type BackendResult, cellKey, PATHS } from "../../bench/suite.js";
 
 const s = (min: number, median: number, max: number): Spread => ({ min, median, max });
 
@@ -137,6 +138,44 @@ describe("provenanceLine", () => {
   });
 });
 
+/** A cell: ops/s per round, and a client CPU per op with twice that on the server. */
+function cellOf(rounds: number[], clientCpu: number): Result {
+  return {
+    opsPerSec: rounds[Math.floor(rounds.length / 2)]!,
+    p50: 1,
+    p99: 1,
+    ops: 1,
+    rounds,
+    clientCpu: rounds.map(() => clientCpu),
+    serverCpu: rounds.map(() => clientCpu * 2),
+  };
+}
+
+/** A backend whose every path at 16 in flight holds the given cell of each contender. */
+function backendOf(id: string, byContender: Record<string, Result>): BackendResult {
+  const cells = new Map<string, Result>();
+  for (const path of PATHS) {
+    for (const [name, result] of Object.entries(byContender)) {
+      cells.set(cellKey(path, 16, name), result);
+    }
+  }
+  return {
+    id,
+    title: id,
+    versions: "",
+    floorNote: "",
+    loadAtStart: "",
+    seconds: 1,
+    serverCpu: true,
+    contenders: Object.keys(byContender).map((name) =>
+      name.startsWith("ours")
+        ? { name, role: "ours" as const, floor: name.replace("ours", "floor") }
+        : { name, role: name.startsWith("floor") ? ("floor" as const) : ("design" as const) },
+    ),
+    cells,
+  };
+}
+
 function emptyRun(over: Partial<RunResult> = {}): RunResult {
   return {
     settings: SETTINGS.smoke,
@@ -183,6 +222,83 @@ describe("renderMarkdown", () => {
       emptyRun({ telemetry: { ...telemetry, pushRounds: variant([100, 100], [99, 101]) } }),
     ).find((x) => x.what.startsWith("Telemetry"))!;
     expect(ok.met).toBe(true);
+  });
+
+  it("carries the RPC counts when they ran, with the reason of each path above the fewest", () => {
+    const path = (total: number) => ({ total, byMethod: { Commit: total } });
+    const store = {
+      first: path(3),
+      duplicate: path(1),
+      held: path(1),
+      "mutex cycle": path(2),
+      "once duplicate": path(1),
+    };
+    expect(renderMarkdown(emptyRun())).not.toContain("Round trips per path");
+    const text = renderMarkdown(
+      emptyRun({
+        rpc: { datastore: store, firestore: { ...store, duplicate: path(2) }, spanner: store },
+      }),
+    );
+    expect(text).toContain("## Round trips per path (Datastore, Firestore, Spanner)");
+    // At the fewest calls the store allows, no reason; above it, the budget's reason.
+    expect(text).toContain("| spanner | first | 3 | Commit 3 | 3 |  |");
+    expect(text).toContain(
+      "| firestore | duplicate | 2 | Commit 2 | 1 | the claim tries create() first",
+    );
+  });
+
+  it("gives each target it misses the run's own figures: the row-lock design, the spread", () => {
+    // ours runs 2× the row-lock design in every round, with a spread of ±50 % against the floor.
+    const postgres = backendOf("postgres", {
+      ours: cellOf([50, 100, 150], 40),
+      floor: cellOf([100, 100, 100], 30),
+      "row-lock": cellOf([25, 50, 75], 70),
+    });
+    const all = targets(emptyRun({ backends: [postgres] }));
+    const rowLock = all.find((t) => t.what.includes("row-lock design"))!;
+    expect(rowLock.met).toBe(false);
+    expect(rowLock.cause).toContain("duplicate client 40.0 vs 70.0, server 80.0 vs 140");
+    const spreadOf = all.find((t) => t.what.startsWith("Spread of each"))!;
+    expect(spreadOf.met).toBe(false);
+    expect(spreadOf.measured).toContain("postgres ours first ±50 %");
+    expect(spreadOf.cause).toContain("1.00 1.00 1.00 at the start and 2.00 2.00 2.00 at the end");
+  });
+
+  it("judges Redis against the floor on each client, and the first delivery against Powertools by ops and CPU", () => {
+    const redis = (oursGlide: number[], poweredCpu: number) =>
+      targets(
+        emptyRun({
+          backends: [
+            backendOf("redis", {
+              "ours/ioredis": cellOf([90, 90], 10),
+              "floor/ioredis": cellOf([100, 100], 10),
+              "ours/@redis": cellOf([95, 100], 10),
+              "floor/@redis": cellOf([100, 100], 10),
+              "ours/glide": cellOf(oursGlide, 10),
+              "floor/glide": cellOf([100, 100], 10),
+              // Level on ops/s: the CPU, client plus server, decides.
+              "powertools/@redis": cellOf([95, 100], poweredCpu),
+            }),
+          ],
+        }),
+      );
+    const on = (all: ReturnType<typeof targets>, text: string) =>
+      all.find((t) => t.what.includes(text))!;
+    const fine = redis([90, 95], 12);
+    expect(on(fine, "ours/ioredis ops/s").met).toBe(true);
+    expect(on(fine, "ours/@redis ops/s").met).toBe(true);
+    expect(on(fine, "ours/glide ops/s").met).toBe(true);
+    expect(on(fine, "never behind Powertools")).toMatchObject({
+      met: true,
+      measured: "ops/s 1.00×, CPU 0.83×",
+    });
+    const slow = redis([50, 60], 8);
+    expect(on(slow, "ours/glide ops/s")).toMatchObject({ met: false });
+    expect(on(slow, "ours/glide ops/s").cause).toContain("CPU µs/op, ours/glide vs floor/glide");
+    expect(on(slow, "never behind Powertools").met).toBe(false);
+    expect(on(slow, "never behind Powertools").cause).toContain(
+      "first client 10.0 vs 8.0, server 20.0 vs 16.0",
+    );
   });
 
   it("gives no cause for a target nothing of which ran", () => {

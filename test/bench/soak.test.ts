@@ -3,7 +3,7 @@
  * soak watches for is named. The soak itself runs in CI (`npm run soak -- --pushes 60000`).
  */
 import { describe, expect, it } from "vitest";
-import { judge, type Sample, warmUpIntervals } from "../../bench/soak/bounds.js";
+import { heapGrowthPerPush, judge, type Sample, warmUpIntervals } from "../../bench/soak/bounds.js";
 
 const MAX_SOCKETS = 64;
 
@@ -48,6 +48,26 @@ describe("judge", () => {
     expect(broken[0]).toMatch(
       /^heap 22\.0 MiB after 50000 pushes: above 21\.6 MiB \(warm-up 16\.0 MiB/,
     );
+  });
+
+  it("names a heap that grows 55 bytes a push, inside the heap bound (the CI form's blind spot)", () => {
+    // An unbounded Map of message ids measured about 55 bytes per push: under 4 MiB over the
+    // 75,000 pushes after the warm-up, inside the warm-up × 1.1 + 4 MiB every reading is held to.
+    const leak = samples((k) => ({ heapMiB: 13 + (k * 5_000 * 55) / 2 ** 20 }));
+    const broken = judge(leak, warmUp, MAX_SOCKETS);
+    expect(broken).toHaveLength(1);
+    expect(broken[0]).toMatch(
+      /^heap grows 55 then 55 bytes per push \(14\.0 MiB after 25000 pushes, /,
+    );
+    expect(broken[0]).toMatch(/: above 15 bytes per push in both$/);
+  });
+
+  it("passes a heap that settles in one step of 3 MiB, or rises 7 bytes a push", () => {
+    const step = samples((k) => ({ heapMiB: k < 12 ? 13.4 : 16.4 }));
+    expect(heapGrowthPerPush(step.slice(warmUp))).toBeGreaterThan(15);
+    expect(judge(step, warmUp, MAX_SOCKETS)).toEqual([]);
+    const slow = samples((k) => ({ heapMiB: 13.4 + (k * 5_000 * 7) / 2 ** 20 }));
+    expect(judge(slow, warmUp, MAX_SOCKETS)).toEqual([]);
   });
 
   it("names RSS, active resources and connections that grow", () => {

@@ -14,8 +14,9 @@ import { startPostgres } from "../test/support/sql.js";
 import { startSupplier } from "../test/support/supplier.js";
 import { FLEET, Fleet } from "./fleet.js";
 import { ledger } from "./ledger.js";
+import { DeliveryProgress } from "./progress.js";
 import { startProxy } from "./proxy.js";
-import { type Delivery, STEP_SINKS, scenarioOfKey, type WorkerEvent } from "./records.js";
+import { STEP_SINKS, scenarioOfKey, type WorkerEvent } from "./records.js";
 import {
   type Context,
   crashStorm,
@@ -376,14 +377,10 @@ try {
     lockWaited?: string[];
   }
 
-  const acked = new Set<string>(); // `${subscription}/${messageId}` answered 2xx
-  let seen = 0;
+  const progress = new DeliveryProgress(proxy.deliveries);
+  const acked = progress.acked;
   const settled = (r: Running): boolean => {
-    for (; seen < proxy.deliveries.length; seen++) {
-      const d = proxy.deliveries[seen] as Delivery;
-      if (d.answered && d.status >= 200 && d.status < 300)
-        acked.add(`${d.subscription}/${d.messageId}`);
-    }
+    progress.read();
     return r.published.every((m) =>
       m.poison
         ? ctx.deadLettered.has(m.orderId)
@@ -402,23 +399,20 @@ try {
     const deadline = Date.now() + timeoutMs;
     let nextProgress = Date.now() + 10_000;
     // The emulator sometimes never pushes a nacked message again (see the README): give up
-    // once nothing has been acked for STALL_MS and report those messages as unacked.
-    let lastAcks = acked.size;
-    let lastProgressAt = Date.now();
+    // once no unacked message has been pushed for STALL_MS (functional/progress.ts), and
+    // report those messages as unacked; one still being pushed waits up to the deadline.
+    const since = Date.now();
     let stallMs = STALL_MS;
     while (running.some((r) => r.settledAt === undefined) && Date.now() < deadline) {
-      if (acked.size !== lastAcks) {
-        lastAcks = acked.size;
-        lastProgressAt = Date.now();
-      } else if (Date.now() - lastProgressAt > stallMs) {
+      if (progress.silentFor(Date.now(), since) > stallMs) {
         const waiting = stallMs === STALL_MS ? lockedByTheEmulator(running) : undefined;
         if (!waiting) {
-          say(`no push acked for ${stallMs / 1000} s: giving up on the rest`);
+          say(`no push to an unacked message for ${stallMs / 1000} s: giving up on the rest`);
           break;
         }
         stallMs += EMULATOR_LOCK_WAIT_MS;
         say(
-          `no push acked for ${STALL_MS / 1000} s; every unacked message meets the emulator's "Transaction lock timeout" (a dead worker's transaction): waiting up to ${EMULATOR_LOCK_WAIT_MS / 1000} s more for ${waiting} of them`,
+          `no push to an unacked message for ${STALL_MS / 1000} s; every unacked message meets the emulator's "Transaction lock timeout" (a dead worker's transaction): waiting up to ${EMULATOR_LOCK_WAIT_MS / 1000} s more for ${waiting} of them`,
         );
       }
       if (Date.now() > nextProgress) {
@@ -430,6 +424,7 @@ try {
       during?.();
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    progress.read();
     return running;
   }
 

@@ -16,8 +16,7 @@ export async function killGroup(child: ChildProcess): Promise<void> {
   } catch {
     return;
   }
-  const timeout = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 5_000));
-  if ((await Promise.race([exited, timeout])) === "timeout") {
+  if ((await Promise.race([exited, sleep(5_000, "timeout" as const)])) === "timeout") {
     try {
       process.kill(-pid, "SIGKILL");
     } catch {
@@ -25,7 +24,7 @@ export async function killGroup(child: ChildProcess): Promise<void> {
     }
   }
   // The wrapper may exit before its Java child; make sure the group is gone.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await sleep(200);
   try {
     process.kill(-pid, "SIGKILL");
   } catch {
@@ -101,9 +100,12 @@ async function spawnOn(server: ServerCommand, host: string): Promise<SpawnedServ
  * port, up to three ports in all.
  */
 export async function spawnOnFreePort(server: ServerCommand): Promise<SpawnedServer> {
+  const started = Date.now();
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await spawnOn(server, `127.0.0.1:${await (server.port ?? freePort)()}`);
+      const spawned = await spawnOn(server, `127.0.0.1:${await (server.port ?? freePort)()}`);
+      // The start a caller waited for includes the attempts on taken ports.
+      return { ...spawned, startupMs: Date.now() - started };
     } catch (error) {
       if (!(error instanceof PortTaken) || attempt >= 3) throw error;
     }

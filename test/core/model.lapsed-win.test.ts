@@ -4,43 +4,28 @@
 // fail the store (CI's Spanner model run did, on 6 December). The store here follows the table
 // exactly, on an injected clock, and makes every other win slow enough to lapse.
 import { describe, expect, it } from "vitest";
-import type { Claim, ClaimOutcome, LockBackend } from "../../src/core/port.js";
-import {
-  claimTransition,
-  clockFence,
-  completeTransition,
-  type Decide,
-  type LockRecord,
-  releaseTransition,
-  renewTransition,
-  unlessLapsed,
-} from "../../src/core/transitions.js";
+import type { ClaimOutcome } from "../../src/core/port.js";
+import { unlessLapsed } from "../../src/core/transitions.js";
 import { createFakeClock, type FakeClock } from "../../src/testing/index.js";
 import { checkAgainstTable } from "../support/model-run.js";
+import { TableLock, tableDecisions } from "../support/table-lock.js";
 
 const LEASE_MS = 40;
 const TTL_MS = 40;
 
-class LapsingLock implements LockBackend {
-  private readonly records = new Map<string, LockRecord>();
+class LapsingLock extends TableLock {
   private wins = 0;
   /** Keys whose last win was answered `held`: their record's fence was never seen. */
   private readonly unseen = new Set<string>();
   /** Claims that won a record whose fence was never seen: the case under test. */
   reclaimsOfUnseen = 0;
 
-  constructor(private readonly clock: FakeClock) {}
-
-  private apply<A>(key: string, decide: Decide<A>): A {
-    const { answer, write } = decide(this.records.get(key), this.clock.now());
-    if (write !== undefined) this.records.set(key, write);
-    return answer;
+  constructor(clock: FakeClock) {
+    super(clock, tableDecisions(TTL_MS));
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
-    const outcome = this.apply(key, (record, now) =>
-      claimTransition(record, now, { key, leaseMs, ttlMs: TTL_MS }, clockFence(now)),
-    );
+  override async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
+    const outcome = await super.claim(key, leaseMs);
     if (outcome.status !== "won") return outcome;
     if (this.unseen.delete(key)) this.reclaimsOfUnseen += 1;
     this.wins += 1;
@@ -49,17 +34,6 @@ class LapsingLock implements LockBackend {
     this.clock.advance(leaseMs);
     this.unseen.add(key);
     return unlessLapsed(outcome, this.clock.now());
-  }
-  async complete(claim: Claim): Promise<boolean> {
-    return this.apply(claim.key, (r, now) => completeTransition(r, now, { claim, ttlMs: TTL_MS }));
-  }
-  async release(claim: Claim): Promise<void> {
-    this.apply(claim.key, (r, now) => releaseTransition(r, now, { claim, ttlMs: TTL_MS }));
-  }
-  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
-    return this.apply(claim.key, (r, now) =>
-      renewTransition(r, now, { claim, leaseMs, ttlMs: TTL_MS }),
-    );
   }
 }
 

@@ -2,78 +2,41 @@
 // breaks one row of the transition table, and the model must find it and print a readable
 // counterexample. A model that passes everything proves nothing (as the SPIN mutants, model/).
 import { describe, expect, it } from "vitest";
-import type { Claim, ClaimOutcome, LockBackend } from "../../src/core/port.js";
+import type { Claim } from "../../src/core/port.js";
 import {
   claimTransition,
-  clockFence,
   completeTransition,
-  type Decide,
-  type LockRecord,
   releaseTransition,
   renewTransition,
 } from "../../src/core/transitions.js";
 import { createFakeClock, type FakeClock } from "../../src/testing/index.js";
 import { checkAgainstTable } from "../support/model-run.js";
+import { type TableDecisions, TableLock, tableDecisions } from "../support/table-lock.js";
 
 const LEASE_MS = 40;
 const TTL_MS = 40;
+const table = tableDecisions(TTL_MS);
 
 /** The table over a Map, as InMemoryLock keeps it, with one row broken. */
-class MutantLock implements LockBackend {
-  private readonly records = new Map<string, LockRecord>();
-
+class MutantLock extends TableLock {
   constructor(
-    private readonly clock: FakeClock,
-    private readonly broken: {
-      claim?: Decide<ClaimOutcome>;
-      complete?: (claim: Claim) => Decide<boolean>;
-      release?: (claim: Claim) => Decide<undefined>;
-      renew?: (claim: Claim, leaseMs: number) => Decide<boolean>;
-    },
-    private readonly claimFor: (key: string, leaseMs: number) => Decide<ClaimOutcome>,
+    clock: FakeClock,
+    broken: Partial<TableDecisions>,
     private readonly deletesOnRelease = false,
-  ) {}
-
-  private apply<A>(key: string, decide: Decide<A>): A {
-    const { answer, write } = decide(this.records.get(key), this.clock.now());
-    if (write !== undefined) this.records.set(key, write);
-    return answer;
+  ) {
+    super(clock, { ...table, ...broken });
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimOutcome> {
-    return this.apply(key, this.claimFor(key, leaseMs));
-  }
-  async complete(claim: Claim): Promise<boolean> {
-    const decide =
-      this.broken.complete?.(claim) ??
-      ((r, now) => completeTransition(r, now, { claim, ttlMs: TTL_MS }));
-    return this.apply(claim.key, decide);
-  }
-  async release(claim: Claim): Promise<void> {
-    const decide =
-      this.broken.release?.(claim) ??
-      ((r, now) => releaseTransition(r, now, { claim, ttlMs: TTL_MS }));
-    this.apply(claim.key, decide);
+  override async release(claim: Claim): Promise<void> {
+    await super.release(claim);
     if (this.deletesOnRelease) this.records.delete(claim.key);
   }
-  async renew(claim: Claim, leaseMs: number): Promise<boolean> {
-    const decide =
-      this.broken.renew?.(claim, leaseMs) ??
-      ((r, now) => renewTransition(r, now, { claim, leaseMs, ttlMs: TTL_MS }));
-    return this.apply(claim.key, decide);
-  }
 }
-
-const claimAsTable =
-  (key: string, leaseMs: number): Decide<ClaimOutcome> =>
-  (record, now) =>
-    claimTransition(record, now, { key, leaseMs, ttlMs: TTL_MS }, clockFence(now));
 
 const mutants: Record<
   string,
   {
-    broken?: ConstructorParameters<typeof MutantLock>[1];
-    claim?: (key: string, leaseMs: number) => Decide<ClaimOutcome>;
+    broken?: Partial<TableDecisions>;
     deletesOnRelease?: boolean;
   }
 > = {
@@ -107,16 +70,23 @@ const mutants: Record<
     deletesOnRelease: true,
   },
   "a fence that restarts at 1 once the record is deleted (the fence before issue 19)": {
-    claim: (key, leaseMs) => (record, now) =>
-      record !== undefined && now >= record.expiresAt
-        ? claimTransition(undefined, now, { key, leaseMs, ttlMs: TTL_MS }, 1)
-        : claimAsTable(key, leaseMs)(record, now),
+    broken: {
+      claim: (key, leaseMs) => (record, now) =>
+        record !== undefined && now >= record.expiresAt
+          ? claimTransition(undefined, now, { key, leaseMs, ttlMs: TTL_MS }, 1)
+          : table.claim(key, leaseMs)(record, now),
+    },
   },
   "a lease still held at its last millisecond (≤ for <)": {
-    claim: (key, leaseMs) => (record, now) =>
-      record?.state === "claimed" && now === record.leaseExpiresAt
-        ? { row: "claim.held", answer: { status: "held", leaseExpiresAt: record.leaseExpiresAt } }
-        : claimAsTable(key, leaseMs)(record, now),
+    broken: {
+      claim: (key, leaseMs) => (record, now) =>
+        record?.state === "claimed" && now === record.leaseExpiresAt
+          ? {
+              row: "claim.held",
+              answer: { status: "held", leaseExpiresAt: record.leaseExpiresAt },
+            }
+          : table.claim(key, leaseMs)(record, now),
+    },
   },
   "renew that revives a done record": {
     broken: {
@@ -142,12 +112,7 @@ describe("the model-based test fails on a backend that breaks the table", () => 
   for (const [name, mutant] of Object.entries(mutants)) {
     it(name, async () => {
       const clock = createFakeClock(1_000_000);
-      const backend = new MutantLock(
-        clock,
-        mutant.broken ?? {},
-        mutant.claim ?? claimAsTable,
-        mutant.deletesOnRelease,
-      );
+      const backend = new MutantLock(clock, mutant.broken ?? {}, mutant.deletesOnRelease);
       const run = checkAgainstTable(
         { name: `mutant: ${name}`, backend, leaseMs: LEASE_MS, ttlMs: TTL_MS, clock },
         // fast-check stops at the first counterexample, so only a mutant the model finds late

@@ -144,5 +144,5 @@ export interface FirestoreLike {
 
 /** The driver module, as FirestoreLock imports it on first use. */
 export interface FirestoreModule {
-  Firestore: new (settings: Readonly<Record<string, string>>) => unknown;
+  Firestore: new (settings: Readonly<Record<string, string | number>>) => unknown;
 }

@@ -21,6 +21,7 @@ import type {
 import { claimFingerprint, completeResult } from "../../core/record-fields.js";
 import { offerTrustedPort } from "../../core/trusted-port.js";
 import { assertFencingId, assertPositiveMs, assertValidKey } from "../../core/validate.js";
+import { KEEPALIVE_SETTINGS } from "../google/grpc.js";
 import { loadOnce } from "../google/lazy-client.js";
 import { googleLockOptions, nameOption } from "../google/options.js";
 import { type RecordIdLayout, recordIds } from "../google/record-ids.js";
@@ -191,7 +192,8 @@ export class FirestoreLock<F extends FirestoreLike = FirestoreLike>
         option: "firestore",
         methods: ["collection"],
         what: "a @google-cloud/firestore (or firebase-admin) Firestore",
-        create: async (settings) => new (await driver()).Firestore(settings) as FirestoreLike,
+        create: async (settings) =>
+          new (await driver()).Firestore({ ...settings, ...KEEPALIVE_SETTINGS }) as FirestoreLike,
       },
       ["collection"],
     );

@@ -41,7 +41,7 @@ export async function conditionalWrite(
  * pending, so a connection that died silently (a partition that cost it, a NAT or load
  * balancer that forgot it: no FIN, no RST) is noticed and replaced. Without them the channel
  * kept the dead connection for good: every later call ended in DEADLINE_EXCEEDED after 60 s
- * (test/faults/severed-connections.test.ts). A minute apart, as Google's own clients ping
+ * (test/faults/severed-connections.test.ts, severed-firestore.test.ts). A minute apart, as Google's own clients ping
  * (Spanner every 2 minutes, Pub/Sub every 5), so the servers never take it as abuse.
  */
 export const KEEPALIVE_SETTINGS: Readonly<Record<string, number>> = {

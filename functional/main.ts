@@ -399,20 +399,25 @@ try {
     const deadline = Date.now() + timeoutMs;
     let nextProgress = Date.now() + 10_000;
     // The emulator sometimes never pushes a nacked message again (see the README): give up
-    // once no unacked message has been pushed for STALL_MS (functional/progress.ts), and
-    // report those messages as unacked; one still being pushed waits up to the deadline.
+    // once the phase has made no progress for STALL_MS (functional/progress.ts: no ack, and
+    // no push a killed worker cut), and report the rest as unacked.
     const since = Date.now();
+    const ids = running.flatMap((r) =>
+      r.published.flatMap((m) => m.subscriptions.map((s) => `${s}/${m.messageId}`)),
+    );
     let stallMs = STALL_MS;
     while (running.some((r) => r.settledAt === undefined) && Date.now() < deadline) {
-      if (progress.silentFor(Date.now(), since) > stallMs) {
+      if (progress.silentFor(Date.now(), since, ids) > stallMs) {
         const waiting = stallMs === STALL_MS ? lockedByTheEmulator(running) : undefined;
         if (!waiting) {
-          say(`no push to an unacked message for ${stallMs / 1000} s: giving up on the rest`);
+          say(
+            `no progress for ${stallMs / 1000} s (no ack, no push a killed worker cut): giving up on the rest`,
+          );
           break;
         }
         stallMs += EMULATOR_LOCK_WAIT_MS;
         say(
-          `no push to an unacked message for ${STALL_MS / 1000} s; every unacked message meets the emulator's "Transaction lock timeout" (a dead worker's transaction): waiting up to ${EMULATOR_LOCK_WAIT_MS / 1000} s more for ${waiting} of them`,
+          `no progress for ${STALL_MS / 1000} s; every unacked message meets the emulator's "Transaction lock timeout" (a dead worker's transaction): waiting up to ${EMULATOR_LOCK_WAIT_MS / 1000} s more for ${waiting} of them`,
         );
       }
       if (Date.now() > nextProgress) {

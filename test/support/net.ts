@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,9 +21,17 @@ const handedOut = new Set<number>();
  * Where each handed-out port's claim lives, one file per port holding the claimer's pid: the
  * suites CI runs side by side (and a suite's worker threads) each pick ports, and a port one
  * picked but had not bound yet looks free to another, whose probe could then be answered by
- * the first one's server.
+ * the first one's server. Claims are best effort: a folder this user cannot write falls back
+ * to the in-process guard alone.
  */
 export const PORT_CLAIMS = join(tmpdir(), "gcp-pubsub-idempotency-test-ports");
+
+/** A claim file or takeover lock this old with no live owner is stale (a writer that died). */
+const STALE_MS = 10_000;
+
+/** This process's claims, removed when it exits. */
+const mine = new Set<string>();
+let cleanupInstalled = false;
 
 function alive(pid: number): boolean {
   try {
@@ -34,35 +42,89 @@ function alive(pid: number): boolean {
   }
 }
 
-/**
- * Claim port for this process in dir: false when a live process holds it. A claim whose
- * process is gone is taken over; of two takers, the exclusive create lets only one win.
- */
-export function claimPort(port: number, dir = PORT_CLAIMS): boolean {
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, String(port));
-  for (let tries = 0; tries < 2; tries += 1) {
+const code = (error: unknown) => (error as NodeJS.ErrnoException).code;
+const ageMs = (path: string) => Date.now() - statSync(path).mtimeMs;
+
+/** Create the claim; true when this call made it. */
+function create(file: string): boolean {
+  try {
+    writeFileSync(file, String(process.pid), { flag: "wx" });
+  } catch (error) {
+    if (code(error) === "EEXIST") return false;
+    throw error;
+  }
+  mine.add(file);
+  if (!cleanupInstalled) {
+    cleanupInstalled = true;
+    process.once("exit", () => {
+      for (const claim of mine) rmSync(claim, { force: true });
+    });
+  }
+  return true;
+}
+
+/** Whether the claim in file belongs to no live process: its pid is dead, or it stayed empty. */
+function abandoned(file: string): boolean {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return false; // gone meanwhile: the caller's next create decides
+  }
+  const holder = Number(text);
+  if (text === "" || !Number.isInteger(holder) || holder <= 0) {
+    // A claim being written, or one whose writer died between create and write.
     try {
-      writeFileSync(file, String(process.pid), { flag: "wx" });
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
-    let holder: number;
-    try {
-      holder = Number(readFileSync(file, "utf8"));
+      return ageMs(file) > STALE_MS;
     } catch {
-      continue; // removed meanwhile: try the create again
-    }
-    // An empty file is a claim being written (or a torn one): leave it.
-    if (!Number.isInteger(holder) || holder <= 0 || alive(holder)) return false;
-    try {
-      unlinkSync(file);
-    } catch {
-      // another taker removed it first; the create decides
+      return false;
     }
   }
-  return false;
+  return !alive(holder);
+}
+
+/**
+ * Take over an abandoned claim. Two takers must not both win: each removes the old file only
+ * under an exclusive takeover lock, after reading it again there.
+ */
+function takeOver(file: string): boolean {
+  const lock = `${file}.takeover`;
+  try {
+    mkdirSync(lock);
+  } catch (error) {
+    if (code(error) !== "EEXIST") throw error;
+    // A taker that died inside its takeover leaves the lock: clear it once it is old.
+    try {
+      if (ageMs(lock) > STALE_MS) rmSync(lock, { recursive: true, force: true });
+    } catch {
+      // removed meanwhile
+    }
+    return false;
+  }
+  try {
+    if (!abandoned(file)) return create(file);
+    rmSync(file, { force: true });
+    return create(file);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Claim port for this process in dir: false when a live process holds it (this one too: a
+ * port is handed out once). An abandoned claim is taken over.
+ */
+export function claimPort(port: number, dir = PORT_CLAIMS): boolean {
+  const file = join(dir, String(port));
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o1777 });
+    if (create(file)) return true;
+    return abandoned(file) && takeOver(file);
+  } catch (error) {
+    const why = code(error);
+    if (why === "EACCES" || why === "EPERM" || why === "EROFS") return true; // best effort
+    throw error;
+  }
 }
 
 function canListen(port: number): Promise<boolean> {

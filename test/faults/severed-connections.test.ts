@@ -10,12 +10,18 @@ import { DatastoreLock } from "../../src/backends/datastore/index.js";
 import { KEEPALIVE_SETTINGS } from "../../src/backends/google/grpc.js";
 import { RedisLock } from "../../src/backends/redis/index.js";
 import { SqlLock } from "../../src/backends/sql/index.js";
-import { BackendError, type LockBackend, lock } from "../../src/index.js";
-import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
+import { BackendError, lock } from "../../src/index.js";
+import { startFaultProxy } from "../support/fault-proxy.js";
 import { PROJECT } from "../support/gcloud-emulator.js";
 import { silentLogger } from "../support/logger.js";
 import { findOrStartRedis } from "../support/redis.js";
 import { emulatorOrSkip, startOrSkip } from "../support/required.js";
+import {
+  expectOneRunThroughSevering,
+  QUICK_PINGS,
+  severedMidClaim,
+  within,
+} from "../support/severing.js";
 import { startPostgres } from "../support/sql.js";
 
 /** The settings of every Datastore client made in this file, the lock's own included. */
@@ -31,57 +37,8 @@ vi.mock("@google-cloud/datastore", async (importOriginal) => {
   return { ...real, Datastore };
 });
 
-/** Keepalive pings fast enough for a test (the lock's own client pings once a minute). */
-const quickPings: Record<string, number> = {
-  "grpc.keepalive_time_ms": 500,
-  "grpc.keepalive_timeout_ms": 500,
-};
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const run = `severed-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
-
-/** Settled or still pending after `ms`. */
-const within = (call: Promise<unknown>, ms: number) =>
-  Promise.race([
-    call.then(
-      () => "settled",
-      () => "settled",
-    ),
-    sleep(ms).then(() => "pending"),
-  ]);
-
-/**
- * Run lock() on `key` with its claim's reply held back, then partition and sever: the claim
- * ran on the server, its reply is gone, the connection is silent from then on.
- */
-async function severedMidClaim(
-  proxy: FaultProxy,
-  backend: LockBackend,
-  key: string,
-  body: () => void,
-  leaseMs = 60_000,
-): Promise<{ pending: Promise<unknown> }> {
-  proxy.latency(150, "down");
-  const pending = lock(key, { backend, leaseMs, logger: silentLogger }, body);
-  pending.catch(() => {}); // asserted by the caller
-  await sleep(50);
-  proxy.blackhole();
-  await sleep(150);
-  proxy.heal({ severed: true });
-  // In an object: an async function returning the promise itself would wait for it.
-  return { pending };
-}
-
-/** On a warmed-up client, a claim severed mid-reply still resolves, its body run once. */
-async function expectOneRunThroughSevering(proxy: FaultProxy, backend: LockBackend) {
-  await lock("warm-up", { backend, logger: silentLogger }, () => {});
-  let bodies = 0;
-  const { pending } = await severedMidClaim(proxy, backend, "order-1", () => {
-    bodies++;
-  });
-  await expect(pending).resolves.toBeUndefined();
-  expect(bodies).toBe(1);
-}
 
 const redis = await startOrSkip("Redis", findOrStartRedis);
 const postgres = await startOrSkip("PostgreSQL", startPostgres);
@@ -170,7 +127,11 @@ describe.skipIf(!emulator)("severed connections: Datastore emulator (gRPC)", () 
   it("with gRPC keepalive the channel reconnects and the retried claim wins", async () => {
     const [host, port] = emulator!.host.split(":");
     const proxy = await startFaultProxy({ host: host!, port: Number(port) });
-    const datastore = new Datastore({ projectId: PROJECT, apiEndpoint: proxy.host, ...quickPings });
+    const datastore = new Datastore({
+      projectId: PROJECT,
+      apiEndpoint: proxy.host,
+      ...QUICK_PINGS,
+    });
     try {
       await expectOneRunThroughSevering(proxy, new DatastoreLock({ datastore, namespace: run }));
     } finally {

@@ -10,6 +10,12 @@ import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.js";
 import { PROJECT } from "../support/gcloud-emulator.js";
 import { silentLogger } from "../support/logger.js";
 import { emulatorOrSkip } from "../support/required.js";
+import {
+  expectOneRunThroughSevering,
+  QUICK_PINGS,
+  severedMidClaim,
+  within,
+} from "../support/severing.js";
 
 /** The settings of every Firestore client made in this file, the lock's own included. */
 const made = vi.hoisted((): Record<string, unknown>[] => []);
@@ -24,13 +30,6 @@ vi.mock("@google-cloud/firestore", async (importOriginal) => {
   return { ...real, Firestore };
 });
 
-/** Keepalive pings fast enough for a test (the lock's own client pings once a minute). */
-const quickPings: Record<string, number> = {
-  "grpc.keepalive_time_ms": 500,
-  "grpc.keepalive_timeout_ms": 500,
-};
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const run = `severed-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
 
 const emulator = await emulatorOrSkip("firestore");
@@ -50,45 +49,14 @@ function throughProxy(proxy: FaultProxy, settings: Record<string, unknown>): Fir
   }
 }
 
-/**
- * lock() on a warmed-up client with the claim's reply held back, then a partition that costs
- * the connection: the claim ran on the server, its reply is gone, the connection is silent.
- */
-async function severedMidClaim(proxy: FaultProxy, firestore: Firestore, collection: string) {
-  const backend = new FirestoreLock({ firestore, collection });
-  await lock("warm-up", { backend, logger: silentLogger }, () => {});
-  let bodies = 0;
-  proxy.latency(150, "down");
-  const pending = lock("order-1", { backend, leaseMs: 60_000, logger: silentLogger }, () => {
-    bodies++;
-  });
-  pending.catch(() => {}); // asserted by the caller
-  await sleep(50);
-  proxy.blackhole();
-  await sleep(150);
-  proxy.heal({ severed: true });
-  return { pending, bodies: () => bodies };
-}
-
-/** Settled or still pending after `ms`. */
-const within = (call: Promise<unknown>, ms: number) =>
-  Promise.race([
-    call.then(
-      () => "settled",
-      () => "settled",
-    ),
-    sleep(ms).then(() => "pending"),
-  ]);
-
 describe.skipIf(!emulator)("severed connections: Firestore emulator (gRPC)", () => {
   it("with gRPC keepalive the channel reconnects and the retried claim wins", async () => {
     const [host, port] = emulator!.host.split(":");
     const proxy = await startFaultProxy({ host: host!, port: Number(port) });
-    const firestore = throughProxy(proxy, quickPings);
+    const firestore = throughProxy(proxy, QUICK_PINGS);
     try {
-      const { pending, bodies } = await severedMidClaim(proxy, firestore, `${run}-pings`);
-      await expect(pending).resolves.toBeUndefined();
-      expect(bodies()).toBe(1);
+      const backend = new FirestoreLock({ firestore, collection: `${run}-pings` });
+      await expectOneRunThroughSevering(proxy, backend);
     } finally {
       await firestore.terminate();
       await proxy.close();
@@ -100,8 +68,10 @@ describe.skipIf(!emulator)("severed connections: Firestore emulator (gRPC)", () 
     const proxy = await startFaultProxy({ host: host!, port: Number(port) });
     const firestore = throughProxy(proxy, {});
     try {
-      const { pending } = await severedMidClaim(proxy, firestore, `${run}-defaults`);
-      // Three times as long as the claim took to come back with pings.
+      const backend = new FirestoreLock({ firestore, collection: `${run}-defaults` });
+      await lock("warm-up", { backend, logger: silentLogger }, () => {});
+      const { pending } = await severedMidClaim(proxy, backend, "order-1", () => {});
+      // Well past the 1.9 s the claim took to come back with pings.
       expect(await within(pending, 5_000)).toBe("pending");
     } finally {
       void firestore.terminate().catch(() => {}); // its dead channel never answers

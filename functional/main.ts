@@ -378,13 +378,13 @@ try {
   }
 
   const progress = new DeliveryProgress(proxy.deliveries);
-  const acked = progress.acked;
+  /** Acked on every subscription it was published to. */
+  const ackedEverywhere = (m: PublishedMessage) =>
+    m.subscriptions.every((s) => progress.isAcked(s, m.messageId));
   const settled = (r: Running): boolean => {
     progress.read();
     return r.published.every((m) =>
-      m.poison
-        ? ctx.deadLettered.has(m.orderId)
-        : m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
+      m.poison ? ctx.deadLettered.has(m.orderId) : ackedEverywhere(m),
     );
   };
 
@@ -422,7 +422,9 @@ try {
       }
       if (Date.now() > nextProgress) {
         nextProgress += 10_000;
-        say(`acked ${acked.size} pushes so far; ${fleet.kills} kills, ${fleet.restarts} restarts`);
+        say(
+          `acked ${progress.acked.size} pushes so far; ${fleet.kills} kills, ${fleet.restarts} restarts`,
+        );
       }
       for (const r of running)
         if (r.settledAt === undefined && settled(r)) r.settledAt = Date.now();
@@ -449,9 +451,7 @@ try {
       locked.has(`${name}/msg:${m.messageId}`);
     const unacked = running.map((r) => ({
       r,
-      messages: r.published.filter(
-        (m) => !m.poison && !m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
-      ),
+      messages: r.published.filter((m) => !m.poison && !ackedEverywhere(m)),
     }));
     const all = unacked.flatMap((u) => u.messages.map((m) => ({ name: u.r.scenario.name, m })));
     if (all.length === 0 || !all.every(({ name, m }) => isLocked(name, m))) return undefined;
@@ -575,9 +575,7 @@ try {
       fencedRunsRollBack: sink !== undefined,
     });
     const unacked = r.published.filter((m) =>
-      m.poison
-        ? !ctx.deadLettered.has(m.orderId)
-        : !m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
+      m.poison ? !ctx.deadLettered.has(m.orderId) : !ackedEverywhere(m),
     ).length;
     const f: Figures = {
       scenario: name,
@@ -612,9 +610,7 @@ try {
     };
     if (books.violations.length > 10)
       f.violations.push(`… and ${books.violations.length - 10} more like these`);
-    const stranded = r.published.filter(
-      (m) => !m.poison && !m.subscriptions.every((s) => acked.has(`${s}/${m.messageId}`)),
-    );
+    const stranded = r.published.filter((m) => !m.poison && !ackedEverywhere(m));
     if (stranded.length > 0)
       f.notes.unackedMessages = stranded.slice(0, 20).map((m) => ({
         messageId: m.messageId,
